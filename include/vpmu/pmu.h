@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libvpmu: the guest-visible Intel and AMD PMU of one vCPU.
+ *
+ * A front end (QEMU TCG helpers, KVM userspace MSR exits, a test harness)
+ * hands every guest PMU MSR access, RDPMC and CPUID query to a VpmuPmu,
+ * which answers as bare-metal hardware would, drives a counting source for
+ * each guest counter and asks the front end for a PMI on overflow.
+ *
+ * Threading: a VpmuPmu belongs to its vCPU thread; no call is thread-safe.
+ * Source overflow callbacks and opts.pmi run on that thread, from inside
+ * vpmu calls or vpmu_fake_source_run().
+ *
+ * Usage (front end):
+ *   vpmu_config_init(&cfg, VPMU_VENDOR_INTEL);  cfg.nr_gp = 4; ...
+ *   vpmu_pmu_new(&cfg, &opts, &pmu, err, sizeof(err));
+ *   on CPUID:  vpmu_pmu_cpuid(pmu, leaf, sub, regs)
+ *   on RDMSR:  r = vpmu_pmu_rdmsr(pmu, ecx, &val)
+ *   on WRMSR:  r = vpmu_pmu_wrmsr(pmu, ecx, val)
+ *              r == -ENOENT: not a PMU MSR, handle it yourself
+ *              r == -EINVAL: inject #GP
+ *   on RDPMC:  vpmu_rdpmc_permitted(cpl, cr4_pce) ? vpmu_pmu_rdpmc(...) : #GP
+ *   on any other instruction you emulate: vpmu_pmu_instruction_retired()
+ *   in opts.pmi: deliver through LVTPC
+ */
+#ifndef VPMU_PMU_H
+#define VPMU_PMU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vpmu/export.h>
+#include <vpmu/filter.h>
+#include <vpmu/source.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct VpmuPmu VpmuPmu;
+
+typedef enum VpmuVendor {
+    VPMU_VENDOR_INTEL = 1,
+    VPMU_VENDOR_AMD = 2,
+} VpmuVendor;
+
+typedef enum VpmuAmdLevel {
+    VPMU_AMD_K7 = 1,            /* 4 legacy counters, 0xC0010000-7 */
+    VPMU_AMD_PERFCTR_CORE = 2,  /* CPUID 0x80000001:ECX[23], 6 counters */
+    VPMU_AMD_PERFMON_V2 = 3,    /* CPUID 0x80000022:EAX[0], global MSRs */
+} VpmuAmdLevel;
+
+#define VPMU_INTEL_MAX_GP       8
+#define VPMU_INTEL_MAX_FIXED    3   /* 4 with version 5 (Topdown Slots) */
+#define VPMU_INTEL_V5_MAX_FIXED 4
+#define VPMU_AMD_MAX_GP         6
+#define VPMU_MIN_WIDTH          32
+#define VPMU_MAX_WIDTH          48
+
+/* IA32_PERF_CAPABILITIES (MSR 345H) bits vpmu implements. */
+#define VPMU_PERF_CAP_FW_WRITE  (1ull << 13)    /* A_PMCx full-width writes */
+
+/* Counter ids: GP counters 0..n-1, fixed counters with bit 30, as RDPMC. */
+#define VPMU_COUNTER_FIXED      (1u << 30)
+#define VPMU_COUNTER_GP(i)      ((uint32_t)(i))
+#define VPMU_COUNTER_FIXED_ID(i) (VPMU_COUNTER_FIXED | (uint32_t)(i))
+
+typedef struct VpmuConfig {
+    VpmuVendor vendor;
+    unsigned intel_version;     /* Intel: 1-5 */
+    VpmuAmdLevel amd_level;     /* AMD */
+    /* Intel 0-8; AMD K7 and PERFCTR_CORE: exactly 4 and 6; PerfMonV2 1-6. */
+    unsigned nr_gp;
+    /* Intel v2-v4: 0-3, v5: 0-4; Intel v1 and AMD: 0. */
+    unsigned nr_fixed;
+    unsigned gp_width;          /* Intel 32-48; AMD 48 */
+    unsigned fixed_width;       /* Intel 32-48 with fixed counters, else 0 */
+    bool pdcm;                  /* Intel CPUID.1:ECX.PDCM[15]: MSR 345H exists */
+    uint64_t perf_capabilities; /* needs pdcm; VPMU_PERF_CAP_FW_WRITE only */
+    uint32_t events;            /* VPMU_EVENT_BIT()s the source can back */
+    bool raw_events;            /* give non-architectural events to the source */
+} VpmuConfig;
+
+/* PMI request and log sink of the front end; opaque is passed back. */
+typedef struct VpmuPmuOpts {
+    const VpmuSourceOps *source_ops;
+    void *source;
+    void (*pmi)(void *opaque);                  /* may be NULL */
+    void (*log)(void *opaque, const char *msg); /* may be NULL */
+    void *opaque;
+} VpmuPmuOpts;
+
+typedef enum VpmuCounterState {
+    VPMU_COUNTER_OFF = 0,       /* not enabled by the guest */
+    VPMU_COUNTER_COUNTING,      /* enabled and backed by the source */
+    VPMU_COUNTER_FILTERED,      /* enabled, denied by the event filter */
+    VPMU_COUNTER_UNSUPPORTED,   /* enabled, the source cannot back it */
+    VPMU_COUNTER_SOURCE_ERROR,  /* enabled, the source failed */
+} VpmuCounterState;
+
+typedef struct VpmuCounterInfo {
+    uint32_t id;
+    uint64_t value;             /* what the guest reads now */
+    uint64_t control;           /* GP: EVTSEL; fixed: its FIXED_CTR_CTRL nibble */
+    VpmuArchEvent event;        /* decoded event, VPMU_EVENT_RAW if none */
+    VpmuCounterState state;
+    uint64_t overflows;
+    uint64_t pmis;
+    uint64_t filtered;          /* requests denied by the filter */
+} VpmuCounterInfo;
+
+typedef struct VpmuStats {
+    uint64_t rdmsr, wrmsr, rdpmc;
+    uint64_t gp_faults;         /* accesses answered with #GP */
+    uint64_t overflows;
+    uint64_t pmis;
+    uint64_t filtered;          /* counter programmings denied by the filter */
+    uint64_t unsupported;       /* programmings the source cannot back */
+    uint64_t source_opens;      /* handles opened */
+    uint64_t source_reuses;     /* reprogrammings served without reopening */
+    uint64_t source_errors;     /* failed source calls */
+    uint64_t emulated;          /* instruction/branch counts added by vpmu */
+} VpmuStats;
+
+/* A run of MSRs the PMU answers, for MSR filters. */
+typedef struct VpmuMsrSpan {
+    uint32_t base;
+    uint32_t count;
+} VpmuMsrSpan;
+
+/**
+ * vpmu_config_init() - fill @cfg with the defaults for @vendor.
+ *
+ * Intel: version 2, 8 GP + 3 fixed counters, 48 bits, PDCM with
+ * FW_WRITE.  AMD: PerfMonV2 with 6 counters.  All events, no raw events.
+ */
+VPMU_API void vpmu_config_init(VpmuConfig *cfg, VpmuVendor vendor);
+
+/**
+ * vpmu_config_check() - validate @cfg.
+ * @err, @errlen: on failure, a message that names the field.
+ *
+ * Return: 0, or -EINVAL.
+ */
+VPMU_API int vpmu_config_check(const VpmuConfig *cfg, char *err,
+                               size_t errlen);
+
+/**
+ * vpmu_pmu_new() - create the PMU of one vCPU, in its reset state.
+ * @cfg: checked with vpmu_config_check(); copied.
+ * @opts: the counting source and front-end callbacks; copied.
+ * @out: receives the PMU.
+ * @err, @errlen: message for -EINVAL.
+ *
+ * Return: 0, -EINVAL (bad config or missing source ops), -ENOMEM.
+ */
+VPMU_API int vpmu_pmu_new(const VpmuConfig *cfg, const VpmuPmuOpts *opts,
+                          VpmuPmu **out, char *err, size_t errlen);
+
+/** vpmu_pmu_free() - close every source handle and free; NULL is a no-op. */
+VPMU_API void vpmu_pmu_free(VpmuPmu *pmu);
+
+/** vpmu_pmu_config() - the configuration the PMU was made with. */
+VPMU_API const VpmuConfig *vpmu_pmu_config(const VpmuPmu *pmu);
+
+/**
+ * vpmu_pmu_reset() - RESET/INIT: every MSR to its reset value.
+ *
+ * Counters, selectors, status read 0; Intel GLOBAL_CTRL has the GP enable
+ * bits set (AMD GLOBAL_CTL likewise), fixed bits clear.  Source handles
+ * are disabled; statistics are kept.
+ */
+VPMU_API void vpmu_pmu_reset(VpmuPmu *pmu);
+
+/**
+ * vpmu_pmu_rdmsr() - a guest RDMSR.
+ *
+ * Return: 0 with *@val; -ENOENT if @msr is not a PMU MSR of this vendor
+ * (the front end handles it); -EINVAL if the guest must take #GP.
+ */
+VPMU_API int vpmu_pmu_rdmsr(VpmuPmu *pmu, uint32_t msr, uint64_t *val);
+
+/**
+ * vpmu_pmu_wrmsr() - a guest WRMSR (at CPL 0, as WRMSR requires).
+ *
+ * The WRMSR instruction itself is counted here: after the write, every
+ * counter that counts instructions at CPL 0 gets one, as on bare metal
+ * (the WRMSR that enables a counter is counted, the one that disables it
+ * is not).  The front end must not count it again.  A write answered with
+ * -ENOENT or -EINVAL counts nothing (hardware: #GP, nothing retires).
+ *
+ * Return: 0; -ENOENT (not a PMU MSR); -EINVAL (#GP, nothing changed).
+ */
+VPMU_API int vpmu_pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val);
+
+/**
+ * vpmu_pmu_rdpmc() - a guest RDPMC that passed vpmu_rdpmc_permitted().
+ * @ecx: Intel: [15:0] index, [30] fixed counters, any other bit #GP.
+ *       AMD: the counter index.
+ *
+ * Return: 0 with *@val masked to the counter width; -EINVAL for #GP.
+ * Counts nothing: the front end reports the RDPMC itself as retired.
+ */
+VPMU_API int vpmu_pmu_rdpmc(VpmuPmu *pmu, uint32_t ecx, uint64_t *val);
+
+/**
+ * vpmu_rdpmc_permitted() - the CR4.PCE rule (SDM RDPMC: #GP if CPL > 0
+ * and CR4.PCE = 0; real mode has CPL 0).
+ */
+VPMU_API bool vpmu_rdpmc_permitted(unsigned cpl, bool cr4_pce);
+
+/**
+ * vpmu_pmu_cpuid() - put the PMU fields into a CPUID leaf.
+ * @regs: EAX, EBX, ECX, EDX as the front end would answer; updated.
+ *
+ * Intel: leaf 0 (max leaf raised to 0xA), 1 (ECX.PDCM), 0xA.
+ * AMD: 0x80000000 (max raised to 0x80000022 for PerfMonV2), 0x80000001
+ * (ECX.PerfCtrExtCore[23]), 0x80000022, and leaf 0xA reads 0.
+ *
+ * Return: 0 if the leaf is a PMU leaf (regs updated), -ENOENT otherwise.
+ */
+VPMU_API int vpmu_pmu_cpuid(const VpmuPmu *pmu, uint32_t leaf,
+                            uint32_t subleaf, uint32_t regs[4]);
+
+/**
+ * vpmu_pmu_instruction_retired() - the front end emulated an instruction.
+ * @cpl: the CPL it retired at.
+ * @branch: it was a branch instruction.
+ *
+ * Counters of instructions (and branches, if @branch) that count at @cpl
+ * get one.  Do not call it for WRMSRs served by vpmu_pmu_wrmsr().
+ */
+VPMU_API void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl,
+                                           bool branch);
+
+/**
+ * vpmu_pmu_sync() - fold the source counts into the guest-visible state
+ * now, raising overflows (and PMIs) they imply.
+ */
+VPMU_API void vpmu_pmu_sync(VpmuPmu *pmu);
+
+/**
+ * vpmu_pmu_set_filter() - install a copy of @filter (NULL: no filter).
+ *
+ * Every counter is reprogrammed under the new policy.
+ * Return: 0, -ENOMEM.
+ */
+VPMU_API int vpmu_pmu_set_filter(VpmuPmu *pmu, const VpmuFilter *filter);
+
+/** vpmu_pmu_release_idle() - close source handles of counters not counting. */
+VPMU_API void vpmu_pmu_release_idle(VpmuPmu *pmu);
+
+/**
+ * vpmu_pmu_counter_info() - state of counter @id (VPMU_COUNTER_GP/FIXED_ID).
+ * Return: 0, or -ENOENT if the counter does not exist.
+ */
+VPMU_API int vpmu_pmu_counter_info(VpmuPmu *pmu, uint32_t id,
+                                   VpmuCounterInfo *out);
+
+/** vpmu_pmu_stats() - copy the per-vCPU statistics. */
+VPMU_API void vpmu_pmu_stats(const VpmuPmu *pmu, VpmuStats *out);
+
+/**
+ * vpmu_pmu_msr_spans() - the MSRs this PMU answers, fewest runs.
+ * @out: up to @max spans; Return: the number of spans (may exceed @max).
+ */
+VPMU_API size_t vpmu_pmu_msr_spans(const VpmuPmu *pmu, VpmuMsrSpan *out,
+                                   size_t max);
+
+/**
+ * vpmu_pmu_state_size() - bytes vpmu_pmu_save() writes for this config.
+ */
+VPMU_API size_t vpmu_pmu_state_size(const VpmuPmu *pmu);
+
+/**
+ * vpmu_pmu_save() - serialise the whole guest-visible state.
+ *
+ * A versioned, little-endian blob with a CRC-32, stable across hosts.
+ * Return: 0 with *@written; -ENOSPC if @len is too small.
+ */
+VPMU_API int vpmu_pmu_save(VpmuPmu *pmu, void *buf, size_t len,
+                           size_t *written);
+
+/**
+ * vpmu_pmu_load() - restore a blob from vpmu_pmu_save().
+ *
+ * The blob is checked whole before anything changes; on error the PMU is
+ * untouched.  Return: 0; -EBADMSG (truncated, bad magic or CRC);
+ * -EPROTONOSUPPORT (unknown format version); -EINVAL (another vendor or
+ * counter layout, or register values the hardware would refuse).
+ */
+VPMU_API int vpmu_pmu_load(VpmuPmu *pmu, const void *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VPMU_PMU_H */

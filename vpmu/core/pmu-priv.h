@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libvpmu internals shared by the core and the vendor backends.
+ * Not installed; tests may include it.
+ */
+#ifndef VPMU_PMU_PRIV_H
+#define VPMU_PMU_PRIV_H
+
+#include <errno.h>
+#include <stdarg.h>
+
+#include <vpmu/pmu.h>
+
+#define VPMU_MAX_GP     8
+#define VPMU_MAX_FIXED  4
+
+#define BIT_ULL(n)      (1ull << (n))
+#define GENMASK_ULL(h, l) ((~0ull >> (63 - (h))) & (~0ull << (l)))
+
+/* Counter control, vendor-neutral, decoded by the backend. */
+typedef struct VpmuCtl {
+    bool en;            /* the counter's own enable (EVTSEL.EN / fixed OS|USR) */
+    bool usr, os;
+    bool intr;          /* INT / fixed PMI */
+    bool plain;         /* no EDGE/INV/CMASK: emulated counts apply */
+    VpmuArchEvent event;
+    uint64_t raw_config;
+} VpmuCtl;
+
+typedef struct VpmuCounter {
+    VpmuPmu *pmu;
+    uint32_t id;            /* VPMU_COUNTER_GP(i) / VPMU_COUNTER_FIXED_ID(i) */
+    unsigned idx;
+    bool fixed;
+    uint64_t mask;          /* (1 << width) - 1 */
+    uint64_t ctl;           /* guest EVTSEL, or the fixed counter's nibble */
+
+    uint64_t shadow;        /* guest value at the last fold, masked */
+    uint64_t src_last;      /* source count at the last fold */
+    VpmuSourceHandle *h;
+    VpmuSourceAttr attr;    /* what h counts, valid while h != NULL */
+    bool src_enabled;
+    VpmuCounterState state;
+
+    uint64_t overflows, pmis, filtered;
+} VpmuCounter;
+
+/* Kinds of PMU MSR; a backend table maps MSR ranges onto them. */
+typedef enum VpmuMsrKind {
+    VPMU_MSR_EVTSEL,            /* Intel PERFEVTSEL, AMD PERF_CTL (K7) */
+    VPMU_MSR_PMC,               /* Intel legacy PMC, AMD PERF_CTR (K7) */
+    VPMU_MSR_A_PMC,             /* Intel full-width alias */
+    VPMU_MSR_FIXED_CTR,
+    VPMU_MSR_FIXED_CTR_CTRL,
+    VPMU_MSR_GLOBAL_STATUS,
+    VPMU_MSR_GLOBAL_CTRL,
+    VPMU_MSR_GLOBAL_OVF_CTRL,   /* Intel OVF_CTRL/STATUS_RESET, AMD STATUS_CLR */
+    VPMU_MSR_GLOBAL_STATUS_SET,
+    VPMU_MSR_GLOBAL_INUSE,
+    VPMU_MSR_PERF_CAPABILITIES,
+    VPMU_MSR_DEBUGCTL,
+    VPMU_MSR_F15H_CTL_CTR,      /* AMD interleaved: even CTL, odd CTR */
+    VPMU_MSR_KIND__COUNT,
+} VpmuMsrKind;
+
+typedef struct VpmuMsrRange {
+    uint32_t base;
+    uint32_t count;
+    VpmuMsrKind kind;
+} VpmuMsrRange;
+
+/* The vendor split, as KVM's kvm_pmu_ops. */
+typedef struct VpmuArchOps {
+    const char *name;
+    const VpmuMsrRange *ranges;
+    size_t nr_ranges;
+    int (*check)(const VpmuConfig *cfg, char *err, size_t errlen);
+    /* Does MSR kind/index exist for this config?  Else #GP. */
+    bool (*msr_exists)(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx);
+    int (*rdmsr)(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx, uint64_t *val);
+    int (*wrmsr)(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx, uint64_t val);
+    int (*rdpmc)(VpmuPmu *pmu, uint32_t ecx, uint64_t *val);
+    int (*cpuid)(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
+                 uint32_t regs[4]);
+    void (*decode)(const VpmuCounter *c, VpmuCtl *out);
+    /* Is the PMU's global enable (GLOBAL_CTRL/CTL) in this config? */
+    bool (*has_global)(const VpmuConfig *cfg);
+    /* Apply Freeze_PerfMon_On_PMI when a PMI is requested. */
+    void (*freeze_on_pmi)(VpmuPmu *pmu);
+    /* Is counting stopped by a freeze (v4 CTR_Frz)? */
+    bool (*frozen)(const VpmuPmu *pmu);
+    /* Reserved-bit check for a restored register, 0 or -EINVAL. */
+    int (*check_state)(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
+                       uint64_t val);
+} VpmuArchOps;
+
+extern const VpmuArchOps vpmu_intel_ops;
+extern const VpmuArchOps vpmu_amd_ops;
+
+/* Log kinds, each logged once per PMU (rate limit), counted always. */
+typedef enum VpmuLogKind {
+    VPMU_LOG_SOURCE_ERROR,
+    VPMU_LOG_UNSUPPORTED,
+    VPMU_LOG_FILTERED,
+    VPMU_LOG__COUNT,
+} VpmuLogKind;
+
+struct VpmuPmu {
+    VpmuConfig cfg;
+    const VpmuArchOps *arch;
+    VpmuPmuOpts opts;
+    VpmuFilter *filter;
+
+    unsigned nr_gp, nr_fixed;
+    VpmuCounter gp[VPMU_MAX_GP];
+    VpmuCounter fixed[VPMU_MAX_FIXED];
+
+    uint64_t global_ctrl;
+    uint64_t global_status;
+    uint64_t debugctl;
+
+    VpmuStats stats;
+    bool logged[VPMU_LOG__COUNT];
+};
+
+/* core/pmu.c */
+void vpmu_log(VpmuPmu *pmu, VpmuLogKind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const VpmuArchOps *vpmu_arch_for(VpmuVendor vendor);
+/* Copy @fmt into err (if any); returns -EINVAL for "return vpmu_err(...)". */
+int vpmu_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+VpmuCounter *vpmu_counter_by_id(VpmuPmu *pmu, uint32_t id);
+
+/* core/counter.c: the counter model the backends drive. */
+void vpmu_counter_init(VpmuCounter *c, VpmuPmu *pmu, bool fixed,
+                       unsigned idx, unsigned width);
+uint64_t vpmu_counter_read(VpmuCounter *c);
+void vpmu_counter_write(VpmuCounter *c, uint64_t val);
+void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl);
+void vpmu_counter_reprogram(VpmuCounter *c);
+void vpmu_counter_close(VpmuCounter *c);
+void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
+                               unsigned cpl);
+/* Global control and status, and the rule "does this counter count". */
+void vpmu_pmu_set_global_ctrl(VpmuPmu *pmu, uint64_t val);
+void vpmu_pmu_set_status(VpmuPmu *pmu, uint64_t bits);
+void vpmu_pmu_clear_status(VpmuPmu *pmu, uint64_t bits);
+uint64_t vpmu_pmu_read_status(VpmuPmu *pmu);
+void vpmu_pmu_reprogram_all(VpmuPmu *pmu);
+bool vpmu_counter_enabled(const VpmuCounter *c, VpmuCtl *ctl);
+static inline uint64_t vpmu_status_bit(const VpmuCounter *c)
+{
+    /* IA32_PERF_GLOBAL_STATUS: GP i at bit i, fixed i at bit 32 + i */
+    return c->fixed ? BIT_ULL(32 + c->idx) : BIT_ULL(c->idx);
+}
+
+/* core/filter.c */
+int vpmu_filter_clone(const VpmuFilter *f, VpmuFilter **out);
+
+/* Sign-extend the low 32 bits (Intel legacy PMC writes, SDM 20.2.5). */
+static inline uint64_t vpmu_sext32(uint64_t v)
+{
+    return (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+}
+
+static inline uint64_t vpmu_width_mask(unsigned width)
+{
+    return width >= 64 ? ~0ull : BIT_ULL(width) - 1;
+}
+
+#endif /* VPMU_PMU_PRIV_H */
