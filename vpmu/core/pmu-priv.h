@@ -14,8 +14,28 @@
 #define VPMU_MAX_GP     8
 #define VPMU_MAX_FIXED  4
 
+#define VPMU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define BIT_ULL(n)      (1ull << (n))
 #define GENMASK_ULL(h, l) ((~0ull >> (63 - (h))) & (~0ull << (l)))
+
+/*
+ * Event select layout shared by IA32_PERFEVTSELx (SDM Vol. 3B Figure 20-6)
+ * and AMD PERF_CTLx (APM Vol. 2 Figure 13-7) in bits 31:0.
+ */
+#define VPMU_EVTSEL_EVENT   GENMASK_ULL(7, 0)       /* Event Select */
+#define VPMU_EVTSEL_UMASK   GENMASK_ULL(15, 8)      /* Unit Mask */
+#define VPMU_EVTSEL_USR     BIT_ULL(16)             /* count at CPL 3 */
+#define VPMU_EVTSEL_OS      BIT_ULL(17)             /* count at CPL 0 */
+#define VPMU_EVTSEL_EDGE    BIT_ULL(18)             /* Edge detect */
+#define VPMU_EVTSEL_PC      BIT_ULL(19)             /* Intel Pin Control */
+#define VPMU_EVTSEL_INT     BIT_ULL(20)             /* APIC interrupt enable */
+#define VPMU_EVTSEL_ANY     BIT_ULL(21)             /* Intel AnyThread */
+#define VPMU_EVTSEL_EN      BIT_ULL(22)             /* Enable counter */
+#define VPMU_EVTSEL_INV     BIT_ULL(23)             /* Invert CMASK */
+#define VPMU_EVTSEL_CMASK   GENMASK_ULL(31, 24)     /* Counter Mask */
+/* Fields that change what is counted, beyond event + umask. */
+#define VPMU_EVTSEL_MODIFIERS (VPMU_EVTSEL_EDGE | VPMU_EVTSEL_INV | \
+                               VPMU_EVTSEL_CMASK)
 
 /* Counter control, vendor-neutral, decoded by the backend. */
 typedef struct VpmuCtl {

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The vendor-neutral counter model.
+ *
+ * The guest-visible value is the truth (KVM's pmc->counter, arm64
+ * pmu-emul.c): a counter holds a shadow value, and its counting source
+ * only adds what it counted since the last fold.  Folding masks the sum to
+ * the counter width and turns a wrap into an overflow.  The source's
+ * sample period is always the distance to the next guest-visible overflow,
+ * (-value) & mask, so the source calls back exactly when the guest counter
+ * wraps (KVM get_sample_period(), pmu-emul.c compute_period()).
+ */
+#include "pmu-priv.h"
+
+#include <string.h>
+
+static const VpmuSourceOps *src_ops(const VpmuCounter *c)
+{
+    return c->pmu->opts.source_ops;
+}
+
+static void *src(const VpmuCounter *c)
+{
+    return c->pmu->opts.source;
+}
+
+void vpmu_counter_init(VpmuCounter *c, VpmuPmu *pmu, bool fixed,
+                       unsigned idx, unsigned width)
+{
+    memset(c, 0, sizeof(*c));
+    c->pmu = pmu;
+    c->fixed = fixed;
+    c->idx = idx;
+    c->id = fixed ? VPMU_COUNTER_FIXED_ID(idx) : VPMU_COUNTER_GP(idx);
+    c->mask = vpmu_width_mask(width);
+}
+
+/* Distance to overflow; a counter at 0 wraps after a full 2^width. */
+static uint64_t counter_period(const VpmuCounter *c)
+{
+    uint64_t p = (0 - c->shadow) & c->mask;
+
+    return p ? p : c->mask + 1;
+}
+
+void vpmu_counter_close(VpmuCounter *c)
+{
+    if (c->h) {
+        src_ops(c)->close(src(c), c->h);
+    }
+    c->h = NULL;
+    c->src_enabled = false;
+}
+
+/*
+ * A source call failed: the guest keeps running, the counter stops
+ * counting (degraded), the operator sees it in the statistics and in one
+ * log line per PMU.
+ */
+static void counter_source_error(VpmuCounter *c, const char *what, int err)
+{
+    VpmuPmu *pmu = c->pmu;
+
+    pmu->stats.source_errors++;
+    vpmu_log(pmu, VPMU_LOG_SOURCE_ERROR,
+             "vpmu: counting source %s failed for counter 0x%x: %s; "
+             "the counter stops counting", what, c->id, strerror(-err));
+    vpmu_counter_close(c);
+    c->state = VPMU_COUNTER_SOURCE_ERROR;
+}
+
+/* Set and signal an overflow of @c (SDM 20.2.2, APM 13.2.1). */
+static void counter_overflowed(VpmuCounter *c)
+{
+    VpmuPmu *pmu = c->pmu;
+    VpmuCtl ctl;
+
+    pmu->arch->decode(c, &ctl);
+    c->overflows++;
+    pmu->stats.overflows++;
+    if (pmu->arch->has_global(&pmu->cfg)) {
+        pmu->global_status |= vpmu_status_bit(c);
+    }
+    if (!ctl.intr) {
+        return;
+    }
+    c->pmis++;
+    pmu->stats.pmis++;
+    if (pmu->opts.pmi) {
+        pmu->opts.pmi(pmu->opts.opaque);
+    }
+    pmu->arch->freeze_on_pmi(pmu);
+}
+
+/* Add @delta events; a sum past the mask is a wrap (several count once). */
+static void counter_advance(VpmuCounter *c, uint64_t delta)
+{
+    bool wrapped = delta > c->mask - c->shadow;
+
+    c->shadow = (c->shadow + delta) & c->mask;
+    if (wrapped) {
+        counter_overflowed(c);
+    }
+}
+
+/* Fold what the source counted since the last fold into the shadow. */
+static void counter_fold(VpmuCounter *c)
+{
+    uint64_t now;
+    int r;
+
+    if (!c->h || !c->src_enabled) {
+        return;
+    }
+    r = src_ops(c)->read(src(c), c->h, &now);
+    if (r < 0) {
+        counter_source_error(c, "read", r);
+        return;
+    }
+    if (now != c->src_last) {
+        uint64_t delta = now - c->src_last;
+
+        c->src_last = now;
+        counter_advance(c, delta);
+    }
+}
+
+uint64_t vpmu_counter_read(VpmuCounter *c)
+{
+    counter_fold(c);
+    return c->shadow;
+}
+
+static bool same_event(const VpmuSourceAttr *a, const VpmuSourceAttr *b)
+{
+    return a->event == b->event && a->raw_config == b->raw_config &&
+           a->count_user == b->count_user &&
+           a->count_kernel == b->count_kernel;
+}
+
+static int source_open(VpmuCounter *c, const VpmuSourceAttr *attr)
+{
+    int r;
+
+    vpmu_counter_close(c);
+    r = src_ops(c)->open(src(c), attr, &c->h);
+    if (r < 0) {
+        c->h = NULL;
+        return r;
+    }
+    c->pmu->stats.source_opens++;
+    c->attr = *attr;
+    c->src_last = 0;
+    return 0;
+}
+
+/*
+ * Point the source at @attr: reuse the handle when only the period
+ * changes (Linux rewrites the same EVTSEL on every multiplexing rotation),
+ * reopen otherwise or when the source cannot update in place.
+ */
+static int source_program(VpmuCounter *c, const VpmuSourceAttr *attr,
+                          const char **what)
+{
+    int r = -EOPNOTSUPP;
+
+    if (c->h && same_event(&c->attr, attr)) {
+        *what = "update";
+        if (c->attr.sample_period == attr->sample_period) {
+            r = 0;
+        } else if (src_ops(c)->update) {
+            r = src_ops(c)->update(src(c), c->h, attr);
+        }
+        if (r == 0) {
+            c->pmu->stats.source_reuses++;
+            c->attr = *attr;
+            return 0;
+        }
+        if (r != -EOPNOTSUPP) {
+            return r;
+        }
+    }
+    *what = "open";
+    return source_open(c, attr);
+}
+
+static void counter_stop(VpmuCounter *c, VpmuCounterState state)
+{
+    if (c->h && c->src_enabled) {
+        int r = src_ops(c)->disable(src(c), c->h);
+
+        c->src_enabled = false;
+        if (r < 0) {
+            counter_source_error(c, "disable", r);
+        }
+    }
+    c->state = state;
+}
+
+static bool counter_supported(const VpmuCounter *c, const VpmuCtl *ctl)
+{
+    const VpmuConfig *cfg = &c->pmu->cfg;
+
+    if (ctl->event == VPMU_EVENT_RAW) {
+        return cfg->raw_events;
+    }
+    return cfg->events & VPMU_EVENT_BIT(ctl->event);
+}
+
+static bool counter_allowed(const VpmuCounter *c)
+{
+    const VpmuFilter *f = c->pmu->filter;
+
+    if (!f) {
+        return true;
+    }
+    return c->fixed ? vpmu_filter_allows_fixed(f, c->idx)
+                    : vpmu_filter_allows_event(f, c->ctl);
+}
+
+bool vpmu_counter_enabled(const VpmuCounter *c, VpmuCtl *ctl)
+{
+    const VpmuPmu *pmu = c->pmu;
+
+    pmu->arch->decode(c, ctl);
+    if (!ctl->en || (!ctl->usr && !ctl->os)) {
+        return false;
+    }
+    /* IA32_PERF_GLOBAL_CTRL / PerfCntrGlobalCtl: same bit as the status */
+    if (pmu->arch->has_global(&pmu->cfg) &&
+        !(pmu->global_ctrl & vpmu_status_bit(c))) {
+        return false;
+    }
+    return !pmu->arch->frozen(pmu);
+}
+
+/*
+ * The guest wants @c to count but policy or the source says no: it counts
+ * nothing (no fault, as KVM's filter), counted once per request.
+ */
+static void counter_refuse(VpmuCounter *c, VpmuCounterState why)
+{
+    VpmuPmu *pmu = c->pmu;
+    bool again = c->state == why;
+
+    counter_stop(c, why);
+    if (again) {
+        return;
+    }
+    if (why == VPMU_COUNTER_FILTERED) {
+        c->filtered++;
+        pmu->stats.filtered++;
+        vpmu_log(pmu, VPMU_LOG_FILTERED,
+                 "vpmu: event 0x%llx of counter 0x%x denied by the filter",
+                 (unsigned long long)c->ctl, c->id);
+    } else {
+        pmu->stats.unsupported++;
+        vpmu_log(pmu, VPMU_LOG_UNSUPPORTED,
+                 "vpmu: counting source cannot back event 0x%llx of "
+                 "counter 0x%x; it counts nothing",
+                 (unsigned long long)c->ctl, c->id);
+    }
+}
+
+/* The source saw the period elapse: fold, which raises the overflow. */
+static void counter_overflow_cb(void *ctx)
+{
+    vpmu_counter_reprogram(ctx);
+}
+
+void vpmu_counter_reprogram(VpmuCounter *c)
+{
+    VpmuSourceAttr attr = { 0 };
+    const char *what = "open";
+    VpmuCtl ctl;
+    int r;
+
+    counter_fold(c);
+    if (!vpmu_counter_enabled(c, &ctl)) {
+        counter_stop(c, VPMU_COUNTER_OFF);
+        return;
+    }
+    if (!counter_allowed(c)) {
+        counter_refuse(c, VPMU_COUNTER_FILTERED);
+        return;
+    }
+    if (!counter_supported(c, &ctl)) {
+        counter_refuse(c, VPMU_COUNTER_UNSUPPORTED);
+        return;
+    }
+    attr.event = ctl.event;
+    attr.raw_config = ctl.raw_config;
+    attr.count_user = ctl.usr;
+    attr.count_kernel = ctl.os;
+    attr.sample_period = counter_period(c);
+    attr.counter_id = c->id;
+    attr.overflow = counter_overflow_cb;
+    attr.overflow_ctx = c;
+    r = source_program(c, &attr, &what);
+    if (r == 0 && !c->src_enabled) {
+        what = "enable";
+        r = src_ops(c)->enable(src(c), c->h);
+        c->src_enabled = r == 0;
+    }
+    if (r < 0) {
+        counter_source_error(c, what, r);
+        return;
+    }
+    c->state = VPMU_COUNTER_COUNTING;
+}
+
+void vpmu_counter_write(VpmuCounter *c, uint64_t val)
+{
+    /* Events before the write belong to the old value (and may wrap it). */
+    counter_fold(c);
+    c->shadow = val & c->mask;
+    vpmu_counter_reprogram(c);
+}
+
+void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl)
+{
+    counter_fold(c);
+    if (c->ctl != ctl && c->state != VPMU_COUNTER_COUNTING) {
+        /* A new request: a refusal of it is counted again. */
+        c->state = VPMU_COUNTER_OFF;
+    }
+    c->ctl = ctl;
+    vpmu_counter_reprogram(c);
+}
+
+void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
+                               unsigned cpl)
+{
+    VpmuCtl ctl;
+
+    if (c->state != VPMU_COUNTER_COUNTING) {
+        return;
+    }
+    c->pmu->arch->decode(c, &ctl);
+    /* Like KVM's kvm_pmu_incr_counter(): only plain event encodings. */
+    if (!ctl.plain || ctl.event != event || !(cpl == 3 ? ctl.usr : ctl.os)) {
+        return;
+    }
+    counter_fold(c);
+    c->pmu->stats.emulated++;
+    counter_advance(c, 1);
+    vpmu_counter_reprogram(c);
+}

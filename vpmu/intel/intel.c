@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Intel architectural performance monitoring, versions 1-5
+ * (SDM Vol. 3B ch. 20.2, MSRs in Vol. 4 Table 2-2).  Intel #GPs on
+ * reserved bits, on read-only MSRs and on MSRs of absent counters.
+ */
+#include "pmu-priv.h"
+
+#include <string.h>
+
+/* IA32_FIXED_CTR_CTRL: 4 bits per fixed counter (SDM Figure 20-2). */
+#define FIXED_CTRL_BITS         4
+#define FIXED_CTRL_OS           BIT_ULL(0)
+#define FIXED_CTRL_USR          BIT_ULL(1)
+#define FIXED_CTRL_ANY          BIT_ULL(2)
+#define FIXED_CTRL_PMI          BIT_ULL(3)
+#define FIXED_CTRL_NIBBLE       GENMASK_ULL(3, 0)
+
+/* IA32_PERF_GLOBAL_STATUS bits beyond the counters (SDM Figure 20-12). */
+#define STATUS_LBR_FRZ          BIT_ULL(58)     /* v4 */
+#define STATUS_CTR_FRZ          BIT_ULL(59)     /* v4 */
+#define STATUS_OVF_BUF          BIT_ULL(62)     /* PEBS buffer, never set */
+#define STATUS_COND_CHGD        BIT_ULL(63)
+
+/* IA32_DEBUGCTL (SDM Vol. 3B 18.4.1, Figure 18-3). */
+#define DEBUGCTL_BTF            BIT_ULL(1)
+#define DEBUGCTL_FREEZE_PERFMON_ON_PMI BIT_ULL(12)
+#define DEBUGCTL_FREEZE_WHILE_SMM BIT_ULL(14)
+
+/* IA32_PERF_GLOBAL_INUSE (SDM Figure 20-16). */
+#define INUSE_EVTSEL_BITS       GENMASK_ULL(17, 0)
+#define INUSE_PMI               BIT_ULL(63)
+
+/* CPUID.0AH (SDM Vol. 2A CPUID, Table 3-8). */
+#define CPUID_A_EAX_NR_GP_SHIFT 8
+#define CPUID_A_EAX_WIDTH_SHIFT 16
+#define CPUID_A_EAX_EBXLEN_SHIFT 24
+#define CPUID_A_EDX_WIDTH_SHIFT 5
+#define CPUID_A_EDX_ANY_DEPRECATED BIT_ULL(15)
+#define CPUID_1_ECX_PDCM        BIT_ULL(15)
+
+/* RDPMC ECX (SDM Vol. 2B RDPMC). */
+#define RDPMC_FAST              BIT_ULL(31)
+#define RDPMC_FIXED             BIT_ULL(30)
+#define RDPMC_TYPE_RESERVED     GENMASK_ULL(29, 16)
+#define RDPMC_INDEX             GENMASK_ULL(15, 0)
+
+/* Sorted by base: vpmu_pmu_msr_spans() merges in this order. */
+static const VpmuMsrRange intel_ranges[] = {
+    { 0x0c1, 8, VPMU_MSR_PMC },                 /* IA32_PMC0-7 */
+    { 0x186, 8, VPMU_MSR_EVTSEL },              /* IA32_PERFEVTSEL0-7 */
+    { 0x1d9, 1, VPMU_MSR_DEBUGCTL },            /* IA32_DEBUGCTL */
+    { 0x309, 4, VPMU_MSR_FIXED_CTR },           /* IA32_FIXED_CTR0-3 */
+    { 0x345, 1, VPMU_MSR_PERF_CAPABILITIES },   /* IA32_PERF_CAPABILITIES */
+    { 0x38d, 1, VPMU_MSR_FIXED_CTR_CTRL },
+    { 0x38e, 1, VPMU_MSR_GLOBAL_STATUS },
+    { 0x38f, 1, VPMU_MSR_GLOBAL_CTRL },
+    { 0x390, 1, VPMU_MSR_GLOBAL_OVF_CTRL },     /* v4: GLOBAL_STATUS_RESET */
+    { 0x391, 1, VPMU_MSR_GLOBAL_STATUS_SET },
+    { 0x392, 1, VPMU_MSR_GLOBAL_INUSE },
+    { 0x4c1, 8, VPMU_MSR_A_PMC },               /* IA32_A_PMC0-7 */
+};
+
+typedef struct IntelArchEvent {
+    uint8_t event;
+    uint8_t umask;
+} IntelArchEvent;
+
+/* SDM Table 20-1, indexed by VpmuArchEvent = the CPUID.0AH:EBX bit. */
+static const IntelArchEvent intel_arch_events[] = {
+    [VPMU_EVENT_CYCLES] = { 0x3c, 0x00 },
+    [VPMU_EVENT_INSTRUCTIONS] = { 0xc0, 0x00 },
+    [VPMU_EVENT_REF_CYCLES] = { 0x3c, 0x01 },
+    [VPMU_EVENT_LLC_REFERENCES] = { 0x2e, 0x4f },
+    [VPMU_EVENT_LLC_MISSES] = { 0x2e, 0x41 },
+    [VPMU_EVENT_BRANCHES] = { 0xc4, 0x00 },
+    [VPMU_EVENT_BRANCH_MISSES] = { 0xc5, 0x00 },
+    [VPMU_EVENT_TOPDOWN_SLOTS] = { 0xa4, 0x01 },
+};
+_Static_assert(VPMU_ARRAY_SIZE(intel_arch_events) == VPMU_EVENT__COUNT,
+               "one entry per architectural event");
+
+/* Fixed counter i counts (SDM 20.2.2 Table 20-2). */
+static const VpmuArchEvent intel_fixed_events[VPMU_MAX_FIXED] = {
+    VPMU_EVENT_INSTRUCTIONS, VPMU_EVENT_CYCLES, VPMU_EVENT_REF_CYCLES,
+    VPMU_EVENT_TOPDOWN_SLOTS,
+};
+
+static unsigned version(const VpmuPmu *pmu)
+{
+    return pmu->cfg.intel_version;
+}
+
+/* AnyThread exists from v3; v5 deprecates it (CPUID.0AH:EDX[15]). */
+static bool anythread_ok(const VpmuPmu *pmu)
+{
+    return version(pmu) == 3 || version(pmu) == 4;
+}
+
+static uint64_t counters_mask(const VpmuPmu *pmu)
+{
+    uint64_t m = 0;
+
+    if (pmu->nr_gp) {
+        m |= GENMASK_ULL(pmu->nr_gp - 1, 0);
+    }
+    if (pmu->nr_fixed) {
+        m |= GENMASK_ULL(32 + pmu->nr_fixed - 1, 32);
+    }
+    return m;
+}
+
+static uint64_t evtsel_reserved(const VpmuPmu *pmu)
+{
+    /* Bits 63:32 (no TSX IN_TX/IN_TXCP), AnyThread when not supported. */
+    return GENMASK_ULL(63, 32) | (anythread_ok(pmu) ? 0 : VPMU_EVTSEL_ANY);
+}
+
+static uint64_t fixed_ctrl_writable(const VpmuPmu *pmu)
+{
+    uint64_t nibble = FIXED_CTRL_OS | FIXED_CTRL_USR | FIXED_CTRL_PMI |
+                      (anythread_ok(pmu) ? FIXED_CTRL_ANY : 0);
+    uint64_t m = 0;
+
+    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+        m |= nibble << (FIXED_CTRL_BITS * i);
+    }
+    return m;
+}
+
+static uint64_t status_reset_writable(const VpmuPmu *pmu)
+{
+    uint64_t m = counters_mask(pmu) | STATUS_OVF_BUF | STATUS_COND_CHGD;
+
+    return version(pmu) >= 4 ? m | STATUS_LBR_FRZ | STATUS_CTR_FRZ : m;
+}
+
+static uint64_t status_set_writable(const VpmuPmu *pmu)
+{
+    return status_reset_writable(pmu) & ~STATUS_COND_CHGD;
+}
+
+static uint64_t debugctl_writable(const VpmuPmu *pmu)
+{
+    uint64_t m = DEBUGCTL_BTF | DEBUGCTL_FREEZE_WHILE_SMM;
+
+    return version(pmu) >= 2 ? m | DEBUGCTL_FREEZE_PERFMON_ON_PMI : m;
+}
+
+static int intel_check(const VpmuConfig *cfg, char *err, size_t errlen)
+{
+    unsigned max_fixed = cfg->intel_version == 5 ? VPMU_INTEL_V5_MAX_FIXED
+                         : cfg->intel_version >= 2 ? VPMU_INTEL_MAX_FIXED : 0;
+
+    if (cfg->intel_version < 1 || cfg->intel_version > 5) {
+        return vpmu_err(err, errlen, "intel_version: %u is not 1-5",
+                        cfg->intel_version);
+    }
+    if (cfg->amd_level) {
+        return vpmu_err(err, errlen, "amd_level: must be 0 for Intel");
+    }
+    if (cfg->nr_gp > VPMU_INTEL_MAX_GP) {
+        return vpmu_err(err, errlen, "nr_gp: %u exceeds %u", cfg->nr_gp,
+                        VPMU_INTEL_MAX_GP);
+    }
+    if (cfg->nr_fixed > max_fixed) {
+        return vpmu_err(err, errlen, "nr_fixed: %u exceeds %u for version %u",
+                        cfg->nr_fixed, max_fixed, cfg->intel_version);
+    }
+    if (cfg->gp_width < VPMU_MIN_WIDTH || cfg->gp_width > VPMU_MAX_WIDTH) {
+        return vpmu_err(err, errlen, "gp_width: %u is not %u-%u",
+                        cfg->gp_width, VPMU_MIN_WIDTH, VPMU_MAX_WIDTH);
+    }
+    if (cfg->nr_fixed ? cfg->fixed_width < VPMU_MIN_WIDTH ||
+                        cfg->fixed_width > VPMU_MAX_WIDTH
+                      : cfg->fixed_width != 0) {
+        return vpmu_err(err, errlen, "fixed_width: %u is not %s",
+                        cfg->fixed_width, cfg->nr_fixed ? "32-48" :
+                        "0 (no fixed counters)");
+    }
+    if (cfg->perf_capabilities & ~VPMU_PERF_CAP_FW_WRITE) {
+        return vpmu_err(err, errlen, "perf_capabilities: bits 0x%llx are not "
+                        "supported (only FW_WRITE, bit 13)",
+                        (unsigned long long)(cfg->perf_capabilities &
+                                             ~VPMU_PERF_CAP_FW_WRITE));
+    }
+    if (cfg->perf_capabilities && !cfg->pdcm) {
+        return vpmu_err(err, errlen, "perf_capabilities: needs pdcm");
+    }
+    return 0;
+}
+
+static bool intel_msr_exists(const VpmuPmu *pmu, VpmuMsrKind kind,
+                             unsigned idx)
+{
+    switch (kind) {
+    case VPMU_MSR_PMC:
+    case VPMU_MSR_EVTSEL:
+        return idx < pmu->nr_gp;
+    case VPMU_MSR_A_PMC:
+        return idx < pmu->nr_gp &&
+               (pmu->cfg.perf_capabilities & VPMU_PERF_CAP_FW_WRITE);
+    case VPMU_MSR_FIXED_CTR:
+        return idx < pmu->nr_fixed;
+    case VPMU_MSR_FIXED_CTR_CTRL:
+    case VPMU_MSR_GLOBAL_STATUS:
+    case VPMU_MSR_GLOBAL_CTRL:
+    case VPMU_MSR_GLOBAL_OVF_CTRL:
+        return version(pmu) >= 2;
+    case VPMU_MSR_GLOBAL_STATUS_SET:
+    case VPMU_MSR_GLOBAL_INUSE:
+        return version(pmu) >= 4;
+    case VPMU_MSR_PERF_CAPABILITIES:
+        return pmu->cfg.pdcm;
+    case VPMU_MSR_DEBUGCTL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static uint64_t fixed_ctrl_read(const VpmuPmu *pmu)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+        v |= pmu->fixed[i].ctl << (FIXED_CTRL_BITS * i);
+    }
+    return v;
+}
+
+static uint64_t inuse_read(const VpmuPmu *pmu)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < pmu->nr_gp; i++) {
+        uint64_t ctl = pmu->gp[i].ctl;
+
+        v |= (ctl & INUSE_EVTSEL_BITS) ? BIT_ULL(i) : 0;
+        v |= (ctl & VPMU_EVTSEL_INT) ? INUSE_PMI : 0;
+    }
+    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+        uint64_t ctl = pmu->fixed[i].ctl;
+
+        v |= (ctl & (FIXED_CTRL_OS | FIXED_CTRL_USR)) ? BIT_ULL(32 + i) : 0;
+        v |= (ctl & FIXED_CTRL_PMI) ? INUSE_PMI : 0;
+    }
+    return v;
+}
+
+static int intel_rdmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
+                       uint64_t *val)
+{
+    switch (kind) {
+    case VPMU_MSR_PMC:
+    case VPMU_MSR_A_PMC:
+        *val = vpmu_counter_read(&pmu->gp[idx]);
+        return 0;
+    case VPMU_MSR_EVTSEL:
+        *val = pmu->gp[idx].ctl;
+        return 0;
+    case VPMU_MSR_FIXED_CTR:
+        *val = vpmu_counter_read(&pmu->fixed[idx]);
+        return 0;
+    case VPMU_MSR_FIXED_CTR_CTRL:
+        *val = fixed_ctrl_read(pmu);
+        return 0;
+    case VPMU_MSR_GLOBAL_STATUS:
+        *val = vpmu_pmu_read_status(pmu);
+        return 0;
+    case VPMU_MSR_GLOBAL_CTRL:
+        *val = pmu->global_ctrl;
+        return 0;
+    case VPMU_MSR_GLOBAL_INUSE:
+        *val = inuse_read(pmu);
+        return 0;
+    case VPMU_MSR_PERF_CAPABILITIES:
+        *val = pmu->cfg.perf_capabilities;
+        return 0;
+    case VPMU_MSR_DEBUGCTL:
+        *val = pmu->debugctl;
+        return 0;
+    default:
+        /* OVF_CTRL / STATUS_SET read as 0. */
+        *val = 0;
+        return 0;
+    }
+}
+
+static void fixed_ctrl_write(VpmuPmu *pmu, uint64_t val)
+{
+    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+        vpmu_counter_set_ctl(&pmu->fixed[i],
+                             (val >> (FIXED_CTRL_BITS * i)) & FIXED_CTRL_NIBBLE);
+    }
+}
+
+/* The bits a write may set, for the kinds that take a checked value. */
+static uint64_t intel_writable(const VpmuPmu *pmu, VpmuMsrKind kind)
+{
+    switch (kind) {
+    case VPMU_MSR_PMC:
+        return ~0ull;   /* sign-extended from bit 31, then masked */
+    case VPMU_MSR_A_PMC:
+        return pmu->gp[0].mask;
+    case VPMU_MSR_FIXED_CTR:
+        return pmu->fixed[0].mask;
+    case VPMU_MSR_EVTSEL:
+        return ~evtsel_reserved(pmu);
+    case VPMU_MSR_FIXED_CTR_CTRL:
+        return fixed_ctrl_writable(pmu);
+    case VPMU_MSR_GLOBAL_CTRL:
+        return counters_mask(pmu);
+    case VPMU_MSR_GLOBAL_OVF_CTRL:
+        return status_reset_writable(pmu);
+    case VPMU_MSR_GLOBAL_STATUS_SET:
+        return status_set_writable(pmu);
+    case VPMU_MSR_DEBUGCTL:
+        return debugctl_writable(pmu);
+    default:
+        return 0;       /* read-only: STATUS, INUSE, PERF_CAPABILITIES */
+    }
+}
+
+static int intel_wrmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
+                       uint64_t val)
+{
+    uint64_t writable = intel_writable(pmu, kind);
+
+    if (!writable || (val & ~writable)) {
+        return -EINVAL;
+    }
+    switch (kind) {
+    case VPMU_MSR_PMC:
+        /* SDM 20.2.5: legacy writes take EAX sign-extended. */
+        vpmu_counter_write(&pmu->gp[idx], vpmu_sext32(val));
+        break;
+    case VPMU_MSR_A_PMC:
+        vpmu_counter_write(&pmu->gp[idx], val);
+        break;
+    case VPMU_MSR_FIXED_CTR:
+        vpmu_counter_write(&pmu->fixed[idx], val);
+        break;
+    case VPMU_MSR_EVTSEL:
+        vpmu_counter_set_ctl(&pmu->gp[idx], val);
+        break;
+    case VPMU_MSR_FIXED_CTR_CTRL:
+        fixed_ctrl_write(pmu, val);
+        break;
+    case VPMU_MSR_GLOBAL_CTRL:
+        vpmu_pmu_set_global_ctrl(pmu, val);
+        break;
+    case VPMU_MSR_GLOBAL_OVF_CTRL:
+        vpmu_pmu_clear_status(pmu, val);
+        break;
+    case VPMU_MSR_GLOBAL_STATUS_SET:
+        vpmu_pmu_set_status(pmu, val);
+        break;
+    default:
+        pmu->debugctl = val;
+        break;
+    }
+    return 0;
+}
+
+static int intel_rdpmc(VpmuPmu *pmu, uint32_t ecx, uint64_t *val)
+{
+    unsigned idx = ecx & RDPMC_INDEX;
+    VpmuCounter *c;
+
+    /* Fast reads (ECX[31]) are not architectural; ECX[29:16] must be 0. */
+    if (ecx & (RDPMC_FAST | RDPMC_TYPE_RESERVED)) {
+        return -EINVAL;
+    }
+    c = vpmu_counter_by_id(pmu, (ecx & RDPMC_FIXED) ?
+                           VPMU_COUNTER_FIXED_ID(idx) : VPMU_COUNTER_GP(idx));
+    if (!c) {
+        return -EINVAL;
+    }
+    *val = vpmu_counter_read(c) & c->mask;
+    return 0;
+}
+
+static void cpuid_leaf_a(const VpmuPmu *pmu, uint32_t regs[4])
+{
+    const VpmuConfig *cfg = &pmu->cfg;
+    unsigned len = cfg->intel_version >= 5 ? 8 : 7;
+
+    regs[0] = cfg->intel_version | cfg->nr_gp << CPUID_A_EAX_NR_GP_SHIFT |
+              cfg->gp_width << CPUID_A_EAX_WIDTH_SHIFT |
+              len << CPUID_A_EAX_EBXLEN_SHIFT;
+    /* EBX: a set bit means the event is NOT available. */
+    regs[1] = ~cfg->events & (uint32_t)GENMASK_ULL(len - 1, 0);
+    regs[2] = cfg->intel_version >= 5 && cfg->nr_fixed ?
+              (uint32_t)GENMASK_ULL(cfg->nr_fixed - 1, 0) : 0;
+    regs[3] = 0;
+    if (cfg->intel_version >= 2) {
+        regs[3] = cfg->nr_fixed | cfg->fixed_width << CPUID_A_EDX_WIDTH_SHIFT;
+    }
+    if (cfg->intel_version >= 5) {
+        regs[3] |= CPUID_A_EDX_ANY_DEPRECATED;
+    }
+}
+
+static int intel_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
+                       uint32_t regs[4])
+{
+    switch (leaf) {
+    case 0x0:
+        /* The maximum basic leaf must reach 0AH for guests to look. */
+        regs[0] = regs[0] < 0xa ? 0xa : regs[0];
+        return 0;
+    case 0x1:
+        regs[2] &= ~(uint32_t)CPUID_1_ECX_PDCM;
+        regs[2] |= pmu->cfg.pdcm ? (uint32_t)CPUID_1_ECX_PDCM : 0;
+        return 0;
+    case 0xa:
+        cpuid_leaf_a(pmu, regs);
+        return 0;
+    default:
+        return -ENOENT;
+    }
+}
+
+static VpmuArchEvent intel_gp_event(uint64_t ctl)
+{
+    uint8_t event = ctl & VPMU_EVTSEL_EVENT;
+    uint8_t umask = (ctl & VPMU_EVTSEL_UMASK) >> 8;
+
+    for (unsigned e = 0; e < VPMU_EVENT__COUNT; e++) {
+        if (intel_arch_events[e].event == event &&
+            intel_arch_events[e].umask == umask) {
+            return e;
+        }
+    }
+    return VPMU_EVENT_RAW;
+}
+
+static void intel_decode(const VpmuCounter *c, VpmuCtl *out)
+{
+    uint64_t ctl = c->ctl;
+
+    memset(out, 0, sizeof(*out));
+    if (c->fixed) {
+        out->os = ctl & FIXED_CTRL_OS;
+        out->usr = ctl & FIXED_CTRL_USR;
+        out->en = out->os || out->usr;
+        out->intr = ctl & FIXED_CTRL_PMI;
+        out->plain = true;
+        out->event = intel_fixed_events[c->idx];
+        return;
+    }
+    out->en = ctl & VPMU_EVTSEL_EN;
+    out->usr = ctl & VPMU_EVTSEL_USR;
+    out->os = ctl & VPMU_EVTSEL_OS;
+    out->intr = ctl & VPMU_EVTSEL_INT;
+    out->plain = !(ctl & VPMU_EVTSEL_MODIFIERS);
+    out->event = intel_gp_event(ctl);
+    out->raw_config = ctl & (VPMU_EVTSEL_EVENT | VPMU_EVTSEL_UMASK |
+                             VPMU_EVTSEL_MODIFIERS);
+}
+
+static bool intel_has_global(const VpmuConfig *cfg)
+{
+    return cfg->intel_version >= 2;
+}
+
+/*
+ * DEBUGCTL.Freeze_PerfMon_On_PMI: v2/v3 clear GLOBAL_CTRL (SDM 20.2.4.1
+ * legacy freeze); v4+ set GLOBAL_STATUS.CTR_Frz instead and keep
+ * GLOBAL_CTRL (SDM 20.2.4.1 streamlined freeze).
+ */
+static void intel_freeze_on_pmi(VpmuPmu *pmu)
+{
+    if (!(pmu->debugctl & DEBUGCTL_FREEZE_PERFMON_ON_PMI)) {
+        return;
+    }
+    if (version(pmu) >= 4) {
+        vpmu_pmu_set_status(pmu, STATUS_CTR_FRZ);
+    } else {
+        vpmu_pmu_set_global_ctrl(pmu, 0);
+    }
+}
+
+static bool intel_frozen(const VpmuPmu *pmu)
+{
+    return version(pmu) >= 4 && (pmu->global_status & STATUS_CTR_FRZ);
+}
+
+static int intel_check_state(const VpmuPmu *pmu, VpmuMsrKind kind,
+                             unsigned idx, uint64_t val)
+{
+    uint64_t allowed = kind == VPMU_MSR_GLOBAL_STATUS
+                       ? status_reset_writable(pmu) : intel_writable(pmu, kind);
+
+    return (val & ~allowed) ? -EINVAL : 0;
+}
+
+const VpmuArchOps vpmu_intel_ops = {
+    .name = "intel",
+    .ranges = intel_ranges,
+    .nr_ranges = VPMU_ARRAY_SIZE(intel_ranges),
+    .check = intel_check,
+    .msr_exists = intel_msr_exists,
+    .rdmsr = intel_rdmsr,
+    .wrmsr = intel_wrmsr,
+    .rdpmc = intel_rdpmc,
+    .cpuid = intel_cpuid,
+    .decode = intel_decode,
+    .has_global = intel_has_global,
+    .freeze_on_pmi = intel_freeze_on_pmi,
+    .frozen = intel_frozen,
+    .check_state = intel_check_state,
+};
