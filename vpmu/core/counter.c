@@ -86,10 +86,11 @@ static void counter_overflowed(VpmuCounter *c)
     }
     c->pmis++;
     pmu->stats.pmis++;
+    /* The freeze is in place by the time the PMI handler runs. */
+    pmu->arch->freeze_on_pmi(pmu);
     if (pmu->opts.pmi) {
         pmu->opts.pmi(pmu->opts.opaque);
     }
-    pmu->arch->freeze_on_pmi(pmu);
 }
 
 /* Add @delta events; a sum past the mask is a wrap (several count once). */

@@ -1,25 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * vpmu event filter, with the semantics of KVM's KVM_SET_PMU_EVENT_FILTER
- * (Documentation/virt/kvm/api.rst, arch/x86/kvm/pmu.c).
+ * vpmu event filter, with the semantics of KVM_SET_PMU_EVENT_FILTER and
+ * KVM_PMU_EVENT_FLAG_MASKED_EVENTS (Documentation/virt/kvm/api.rst; the
+ * code is arch/x86/kvm/pmu.c).
  *
- * Representation.  Every entry is stored in the masked encoding
- * (KVM_PMU_ENCODE_MASKED_ENTRY).  A plain entry "event E, umask U" becomes
- * "event E, mask 0xff, match U", which hits exactly the events the plain
- * entry names.  KVM does the same (convert_to_masked_filter(), 6.3), so one
- * array and one matching rule serve both kinds of filter; the filter's flags
- * only decide which input layout vpmu_filter_add() accepts.
+ * Every entry is stored in the masked encoding: plain "event E, umask U"
+ * becomes "E, mask 0xff, match U", which hits exactly the same events, as
+ * KVM's convert_to_masked_filter() does.  One array and one matching rule
+ * then serve both kinds; the flags only pick the layout add() accepts.
  *
- * Order.  The array is kept sorted by (exclude, event select, mask, match).
- * Because exclude is the most significant part of the key, the includes
- * come first ([0, nr_includes)) and the excludes follow, each sorted by
- * event select: KVM's prepare_filter_lists() splits its sorted array the
- * same way.  A lookup then costs a bsearch(): exact for plain filters, and
- * for masked filters a bsearch() for the event select plus a walk over the
- * entries sharing it (KVM: find_filter_index() + is_filter_entry_match()).
- *
- * The filter is consulted when a counter is (re)programmed, never per
- * guest instruction, but a 300-entry filter should still not be scanned.
+ * The array is sorted by (exclude, event select, mask, match), so includes
+ * come first, then excludes, each ordered by event select, like KVM's
+ * split of its sorted list.  Lookups bsearch() it: exactly for plain
+ * filters; for masked ones by event select, then over the entries sharing
+ * it (KVM: find_filter_index() and is_filter_entry_match()).  The filter
+ * is consulted when a counter is reprogrammed, not per guest instruction.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -30,28 +25,31 @@
 #include "pmu-priv.h"
 
 /*
- * Field positions shared by the guest EVTSEL and the masked encoding:
- * event select [7:0] and, on AMD, event select [11:8] at [35:32]; unit
- * mask at [15:8] (VPMU_MASKED_UMASK_MATCH); KVM's umask mask at [63:56].
+ * The guest EVTSEL and the masked encoding share field positions: event
+ * select [7:0], AMD event select [11:8] at [35:32], unit mask (or match)
+ * [15:8].  The masked encoding adds exclude (55) and mask [63:56].
  */
-#define EVENT_SELECT_LO     0x0ffull    /* event select [7:0] at bits 7:0 */
-#define EVENT_SELECT_HI     0xf00ull    /* event select [11:8] ... */
-#define EVENT_SELECT_HI_SHIFT 24        /* ... lives at bits 35:32 */
-#define UMASK_SHIFT         8           /* EVTSEL[15:8], match [15:8] */
-#define UMASK_MASK_SHIFT    56          /* masked entry mask [63:56] */
-#define FIXED_BITMAP_BITS   32          /* kvm_pmu_event_filter.fixed_counter_bitmap */
+#define EVENT_SELECT_LO         0x0ffull    /* event select [7:0] ... */
+#define EVENT_SELECT_HI         0xf00ull    /* ... and [11:8] ... */
+#define EVENT_SELECT_HI_SHIFT   24          /* ... which sit at [35:32] */
+#define UMASK_SHIFT             8           /* unit mask / match [15:8] */
+#define UMASK_MASK_SHIFT        56          /* masked entry mask [63:56] */
+#define FIXED_BITMAP_BITS       32          /* fixed_counter_bitmap is a u32 */
 
-/* Every bit a masked entry may carry (KVM: filter_masked_events_are_valid()). */
+/* Bits a masked entry may carry (KVM: filter_masked_events_are_valid()). */
 #define MASKED_ENTRY_VALID  (VPMU_MASKED_EVENT_SELECT | VPMU_MASKED_UMASK_MATCH | \
                              VPMU_MASKED_EXCLUDE | VPMU_MASKED_UMASK_MASK)
 
-#define VPMU_STRINGIFY_(x) #x
-#define VPMU_STRINGIFY(x)  VPMU_STRINGIFY_(x)
+#define UMASK_OF(v) ((unsigned)(((v) & VPMU_MASKED_UMASK_MATCH) >> UMASK_SHIFT))
+#define MASK_OF(e)  ((unsigned)(((e) & VPMU_MASKED_UMASK_MASK) >> UMASK_MASK_SHIFT))
 
-/* Parser: an entry has at most EVENT:MASK:MATCH:exclude. */
+/* Parser limits: EVENT:MASK:MATCH:exclude at most, 12-bit events. */
 #define ENTRY_MAX_FIELDS    4
 #define EVENT_MAX           0xfffull
 #define UMASK_MAX           0xffull
+
+#define STRINGIFY_(x)       #x
+#define STRINGIFY(x)        STRINGIFY_(x)
 
 struct VpmuFilter {
     VpmuFilterAction action;
@@ -69,12 +67,9 @@ static uint64_t event_select(uint64_t v)
            ((v >> EVENT_SELECT_HI_SHIFT) & EVENT_SELECT_HI);
 }
 
-#define UMASK_OF(v)  ((unsigned)(((v) & VPMU_MASKED_UMASK_MATCH) >> UMASK_SHIFT))
-#define MASK_OF(e)   ((unsigned)(((e) & VPMU_MASKED_UMASK_MASK) >> UMASK_MASK_SHIFT))
-
 /*
- * Sort key: exclude, then event select, then mask, then match.  It uses
- * every bit a valid entry may have, so equal keys mean equal entries.
+ * Sort key: exclude, event select, mask, match.  It keeps every bit a
+ * valid entry may have, so equal keys mean equal entries.
  */
 static uint64_t entry_key(uint64_t e)
 {
@@ -82,7 +77,7 @@ static uint64_t entry_key(uint64_t e)
            (event_select(e) << 16) | ((uint64_t)MASK_OF(e) << 8) | UMASK_OF(e);
 }
 
-/* Plain "event E, umask U" is masked "E, mask 0xff, match U"; E, U stay put. */
+/* Plain "event E, umask U" as masked "E, mask 0xff, match U". */
 static uint64_t plain_to_masked(uint64_t plain)
 {
     return (plain & VPMU_FILTER_EVENT_MASK) | VPMU_MASKED_UMASK_MASK;
@@ -100,45 +95,38 @@ static int cmp_entries(const void *a, const void *b)
                    entry_key(*(const uint64_t *)b));
 }
 
-/* bsearch(): @k is an entry_key(), @elem an entry. */
+/* bsearch(): @k is an entry_key(). */
 static int cmp_key(const void *k, const void *elem)
 {
     return cmp_u64(*(const uint64_t *)k, entry_key(*(const uint64_t *)elem));
 }
 
-/* bsearch(): @k is an event select, @elem an entry. */
+/* bsearch(): @k is an event select. */
 static int cmp_event_select(const void *k, const void *elem)
 {
     return cmp_u64(*(const uint64_t *)k, event_select(*(const uint64_t *)elem));
 }
 
 /*
- * Does a masked entry in the sorted @base[0, n) hit @eventsel?  Entries of
- * one event select with different masks cannot be found by one key, so
- * bsearch() lands somewhere in that run and we try the whole run, as
- * KVM's is_filter_entry_match() loops around find_filter_index() do.
+ * Does a masked entry in the sorted base[0, n) hit @eventsel?  Entries of
+ * one event select but different masks share no single key, so bsearch()
+ * lands somewhere in their run and we try the whole run (KVM does too).
  */
 static bool masked_list_hits(const uint64_t *base, size_t n, uint64_t eventsel)
 {
     uint64_t sel = event_select(eventsel);
     unsigned umask = UMASK_OF(eventsel);
-    const uint64_t *hit = NULL;
-    size_t first, last;
+    const uint64_t *hit;
+    size_t i;
 
-    if (n > 0) {
-        hit = bsearch(&sel, base, n, sizeof(*base), cmp_event_select);
-    }
+    hit = bsearch(&sel, base, n, sizeof(*base), cmp_event_select);
     if (!hit) {
         return false;
     }
-    first = last = (size_t)(hit - base);
-    while (first > 0 && event_select(base[first - 1]) == sel) {
-        first--;
+    for (i = (size_t)(hit - base); i > 0 && event_select(base[i - 1]) == sel;) {
+        i--;
     }
-    while (last + 1 < n && event_select(base[last + 1]) == sel) {
-        last++;
-    }
-    for (size_t i = first; i <= last; i++) {
+    for (; i < n && event_select(base[i]) == sel; i++) {
         /* KVM: is_filter_entry_match(): (umask & mask) == match */
         if ((umask & MASK_OF(base[i])) == UMASK_OF(base[i])) {
             return true;
@@ -152,14 +140,14 @@ static bool plain_list_hits(const uint64_t *base, size_t n, uint64_t eventsel)
 {
     uint64_t key = entry_key(plain_to_masked(eventsel));
 
-    return n > 0 && bsearch(&key, base, n, sizeof(*base), cmp_key) != NULL;
+    return bsearch(&key, base, n, sizeof(*base), cmp_key) != NULL;
 }
 
 int vpmu_filter_new(VpmuFilterAction action, unsigned flags, VpmuFilter **out)
 {
     VpmuFilter *f;
 
-    /* KVM_SET_PMU_EVENT_FILTER: unknown action or flags give -EINVAL. */
+    /* KVM_SET_PMU_EVENT_FILTER: an unknown action or flag is -EINVAL. */
     if (!out || (action != VPMU_FILTER_ALLOW && action != VPMU_FILTER_DENY) ||
         (flags & ~VPMU_FILTER_MASKED)) {
         return -EINVAL;
@@ -180,36 +168,33 @@ void vpmu_filter_free(VpmuFilter *f)
 }
 
 /*
- * Internal: a deep copy, for vpmu_pmu_set_filter().  Cloning "no filter"
- * (NULL) gives "no filter", so callers need no special case for it.
+ * A deep copy, for vpmu_pmu_set_filter().  Cloning "no filter" (NULL)
+ * gives "no filter", so callers need no special case.
  */
 int vpmu_filter_clone(const VpmuFilter *f, VpmuFilter **out)
 {
-    VpmuFilter *copy;
+    VpmuFilter *copy = NULL;
 
     if (!out) {
         return -EINVAL;
     }
-    if (!f) {
-        *out = NULL;
-        return 0;
+    if (f) {
+        copy = malloc(sizeof(*copy));
+        if (!copy) {
+            return -ENOMEM;
+        }
+        memcpy(copy, f, sizeof(*copy));
     }
-    copy = malloc(sizeof(*copy));
-    if (!copy) {
-        return -ENOMEM;
-    }
-    memcpy(copy, f, sizeof(*copy));
     *out = copy;
     return 0;
 }
 
 /*
- * Unlike KVM, which silently drops plain entries with stray bits
- * (remove_invalid_raw_events()), we reject them: an operator's typo should
- * not quietly widen or narrow the policy.  Masked entries with stray bits
- * are -EINVAL in KVM too.  Validity is checked before capacity, so a bad
- * entry is -EINVAL even on a full filter.  Duplicates are kept and count
- * against the limit, as KVM's nevents does.
+ * KVM silently drops plain entries with stray bits (remove_invalid_raw_
+ * events()); we reject them, so an operator's typo cannot quietly change
+ * the policy.  Stray bits in masked entries are -EINVAL in KVM too.  The
+ * entry is validated before the capacity check; duplicates are kept and
+ * count against the limit, as they do in KVM's nevents.
  */
 int vpmu_filter_add(VpmuFilter *f, uint64_t entry)
 {
@@ -229,8 +214,7 @@ int vpmu_filter_add(VpmuFilter *f, uint64_t entry)
     if (f->nr_entries >= VPMU_FILTER_MAX_EVENTS) {
         return -E2BIG;
     }
-
-    /* n <= 300 and adds are rare: append and re-sort (KVM sorts once). */
+    /* At most 300 entries, added rarely: append and re-sort. */
     f->entries[f->nr_entries++] = entry;
     qsort(f->entries, f->nr_entries, sizeof(f->entries[0]), cmp_entries);
     if (!(entry & VPMU_MASKED_EXCLUDE)) {
@@ -247,38 +231,33 @@ void vpmu_filter_set_fixed_bitmap(VpmuFilter *f, uint32_t bitmap)
 }
 
 /*
- * KVM: is_gp_event_allowed().  A NULL filter means no filter is installed,
- * and with no filter every event is allowed (KVM without a filter).
+ * KVM: is_gp_event_allowed().  A NULL filter means none is installed, and
+ * without a filter every event is allowed, as in KVM.
  */
 bool vpmu_filter_allows_event(const VpmuFilter *f, uint64_t eventsel)
 {
-    const uint64_t *includes, *excludes;
-    size_t nr_excludes;
-    bool include, exclude;
+    size_t n_inc;
+    bool included;
 
     if (!f) {
         return true;
     }
-    includes = f->entries;
-    excludes = f->entries + f->nr_includes;
-    nr_excludes = f->nr_entries - f->nr_includes;
+    n_inc = f->nr_includes;
     if (f->flags & VPMU_FILTER_MASKED) {
-        include = masked_list_hits(includes, f->nr_includes, eventsel);
-        exclude = masked_list_hits(excludes, nr_excludes, eventsel);
+        /* Included: hits an include entry and no exclude entry. */
+        included = masked_list_hits(f->entries, n_inc, eventsel) &&
+                   !masked_list_hits(f->entries + n_inc,
+                                     f->nr_entries - n_inc, eventsel);
     } else {
-        /* A plain filter has no exclude entries. */
-        include = plain_list_hits(includes, f->nr_includes, eventsel);
-        exclude = false;
+        included = plain_list_hits(f->entries, n_inc, eventsel);
     }
-    if (include && !exclude) {
-        return f->action == VPMU_FILTER_ALLOW;
-    }
-    return f->action == VPMU_FILTER_DENY;
+    return included ? f->action == VPMU_FILTER_ALLOW
+                    : f->action == VPMU_FILTER_DENY;
 }
 
 /*
- * KVM: is_fixed_event_allowed().  fixed_counter_bitmap is 32 bits wide, so
- * counters from 32 up read a 0 bit.  A NULL filter allows everything.
+ * KVM: is_fixed_event_allowed().  The bitmap has 32 bits; counters from 32
+ * up read a 0 bit.  A NULL filter allows everything.
  */
 bool vpmu_filter_allows_fixed(const VpmuFilter *f, unsigned idx)
 {
@@ -287,7 +266,7 @@ bool vpmu_filter_allows_fixed(const VpmuFilter *f, unsigned idx)
     if (!f) {
         return true;
     }
-    bit = idx < FIXED_BITMAP_BITS && (f->fixed_bitmap >> idx) & 1u;
+    bit = idx < FIXED_BITMAP_BITS && ((f->fixed_bitmap >> idx) & 1u);
     return f->action == VPMU_FILTER_ALLOW ? bit : !bit;
 }
 
@@ -432,7 +411,7 @@ static int parse_entry(FilterParse *ps, const char *tok, size_t len)
     if (ret < 0) {
         return parse_err(ps, ret, "cannot add filter entry '%.*s'%s", (int)len,
                          tok, ret == -E2BIG ? " (more than "
-                         VPMU_STRINGIFY(VPMU_FILTER_MAX_EVENTS) " entries)" : "");
+                         STRINGIFY(VPMU_FILTER_MAX_EVENTS) " entries)" : "");
     }
     return 0;
 }

@@ -303,13 +303,14 @@ void vpmu_pmu_reprogram_all(VpmuPmu *pmu)
 
 void vpmu_pmu_set_global_ctrl(VpmuPmu *pmu, uint64_t val)
 {
-    uint64_t changed = pmu->global_ctrl ^ val;
+    uint64_t changed;
 
-    if (!changed) {
-        return;
-    }
-    /* Fold under the old enables, then reprogram what the XOR touched. */
+    /*
+     * Fold under the old enables first: an overflow found there happened
+     * before this write (and may freeze, changing GLOBAL_CTRL itself).
+     */
     vpmu_pmu_sync(pmu);
+    changed = pmu->global_ctrl ^ val;
     pmu->global_ctrl = val;
     for (unsigned i = 0; i < pmu->nr_gp; i++) {
         if (changed & vpmu_status_bit(&pmu->gp[i])) {
@@ -323,15 +324,21 @@ void vpmu_pmu_set_global_ctrl(VpmuPmu *pmu, uint64_t val)
     }
 }
 
-/* Status writes may freeze or thaw the PMU (v4 CTR_Frz): reprogram then. */
-static void status_update(VpmuPmu *pmu, uint64_t status)
+/*
+ * Set then clear status bits.  Fold first so an overflow that already
+ * happened is not lost; a change of the freeze (v4 CTR_Frz) reprograms.
+ */
+static void status_update(VpmuPmu *pmu, uint64_t set, uint64_t clear)
 {
-    bool was_frozen = pmu->arch->frozen(pmu);
+    uint64_t status;
+    bool was_frozen;
 
+    vpmu_pmu_sync(pmu);
+    was_frozen = pmu->arch->frozen(pmu);
+    status = (pmu->global_status | set) & ~clear;
     if (status == pmu->global_status) {
         return;
     }
-    vpmu_pmu_sync(pmu);
     pmu->global_status = status;
     if (pmu->arch->frozen(pmu) != was_frozen) {
         vpmu_pmu_reprogram_all(pmu);
@@ -340,14 +347,12 @@ static void status_update(VpmuPmu *pmu, uint64_t status)
 
 void vpmu_pmu_set_status(VpmuPmu *pmu, uint64_t bits)
 {
-    status_update(pmu, pmu->global_status | bits);
+    status_update(pmu, bits, 0);
 }
 
 void vpmu_pmu_clear_status(VpmuPmu *pmu, uint64_t bits)
 {
-    /* Fold first: an overflow that already happened must not be lost. */
-    vpmu_pmu_sync(pmu);
-    status_update(pmu, pmu->global_status & ~bits);
+    status_update(pmu, 0, bits);
 }
 
 uint64_t vpmu_pmu_read_status(VpmuPmu *pmu)
