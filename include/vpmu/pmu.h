@@ -111,7 +111,7 @@ typedef struct VpmuCounterInfo {
 } VpmuCounterInfo;
 
 typedef struct VpmuStats {
-    uint64_t rdmsr, wrmsr, rdpmc;
+    uint64_t rdmsr, wrmsr, rdpmc;   /* PMU MSR accesses (not -ENOENT) */
     uint64_t gp_faults;         /* accesses answered with #GP */
     uint64_t overflows;
     uint64_t pmis;

@@ -201,7 +201,12 @@ static int msr_access(VpmuPmu *pmu, uint32_t msr, bool write, uint64_t *val)
 
     r = msr_lookup(pmu, msr, &idx);
     if (!r) {
-        return -ENOENT;
+        return -ENOENT;     /* not ours: not counted as a PMU access */
+    }
+    if (write) {
+        pmu->stats.wrmsr++;
+    } else {
+        pmu->stats.rdmsr++;
     }
     if (!pmu->arch->msr_exists(pmu, r->kind, idx)) {
         ret = -EINVAL;
@@ -218,11 +223,7 @@ static int msr_access(VpmuPmu *pmu, uint32_t msr, bool write, uint64_t *val)
 
 int vpmu_pmu_rdmsr(VpmuPmu *pmu, uint32_t msr, uint64_t *val)
 {
-    int r;
-
-    pmu->stats.rdmsr++;
-    r = msr_access(pmu, msr, false, val);
-    return r;
+    return msr_access(pmu, msr, false, val);
 }
 
 /* Count one retired instruction (and branch) at @cpl on every counter. */
@@ -240,7 +241,6 @@ int vpmu_pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val)
 {
     int r;
 
-    pmu->stats.wrmsr++;
     r = msr_access(pmu, msr, true, &val);
     if (r == 0) {
         /* WRMSR retires after the write: the enabling one counts. */
