@@ -82,7 +82,12 @@ typedef struct VpmuConfig {
     bool raw_events;            /* give non-architectural events to the source */
 } VpmuConfig;
 
-/* PMI request and log sink of the front end; opaque is passed back. */
+/*
+ * PMI request and log sink of the front end; opaque is passed back.
+ * Both are called from inside vpmu calls, in the middle of a counter
+ * update: they must not call back into the PMU.  pmi() records the request;
+ * the front end delivers it (LVTPC) after the vpmu call returns.
+ */
 typedef struct VpmuPmuOpts {
     const VpmuSourceOps *source_ops;
     void *source;
@@ -218,7 +223,8 @@ VPMU_API bool vpmu_rdpmc_permitted(unsigned cpl, bool cr4_pce);
  * AMD: 0x80000000 (max raised to 0x80000022 for PerfMonV2), 0x80000001
  * (ECX.PerfCtrExtCore[23]), 0x80000022, and leaf 0xA reads 0.
  *
- * Return: 0 if the leaf is a PMU leaf (regs updated), -ENOENT otherwise.
+ * Return: 0 if the leaf is a PMU leaf (regs updated), -ENOENT otherwise
+ * (regs untouched).
  */
 VPMU_API int vpmu_pmu_cpuid(const VpmuPmu *pmu, uint32_t leaf,
                             uint32_t subleaf, uint32_t regs[4]);

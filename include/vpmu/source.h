@@ -85,9 +85,11 @@ typedef struct VpmuSourceAttr {
 
 typedef struct VpmuSourceHandle VpmuSourceHandle;
 
+/* open, enable, disable, read and close are required. */
 typedef struct VpmuSourceOps {
     const char *name;
     int (*open)(void *src, const VpmuSourceAttr *attr, VpmuSourceHandle **out);
+    /* May be NULL: every period change then closes and reopens. */
     int (*update)(void *src, VpmuSourceHandle *h, const VpmuSourceAttr *attr);
     int (*enable)(void *src, VpmuSourceHandle *h);
     int (*disable)(void *src, VpmuSourceHandle *h);

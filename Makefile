@@ -1,0 +1,60 @@
+# Convenience targets for newcomers and CI; meson and ninja do the building.
+#
+#   make deps    install missing Debian packages (no apt call if none missing)
+#   make build   configure build/ if needed, compile
+#   make check   build and test three ways (plain, ASan+UBSan, valgrind)
+#   make demo    build and run the library-level demonstration
+#   make bench   build and run the MSR benchmark, if it exists
+#   make clean   remove build/, build-asan/ and the test logs
+#
+# make check RUNS="plain asan" runs a subset; V=1 shows every test's output.
+
+MESON ?= meson
+RUNS ?=
+
+# Targets run in the order written (deps before build before run).
+.NOTPARALLEL:
+.PHONY: all help deps build check demo bench clean
+
+all: build
+
+help:
+	@sed -n '3,10s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+
+deps:
+	@scripts/install-deps.sh
+
+# Reconfigure every time: tests/ and fuzz/ register a test only if its source
+# exists (fs.is_file), which meson looks at when it configures.
+build:
+	@if [ -f build/meson-private/coredata.dat ]; then \
+	    $(MESON) setup --reconfigure build >/dev/null; \
+	else \
+	    $(MESON) setup build; \
+	fi
+	$(MESON) compile -C build
+
+check: deps
+	@scripts/run-tests.sh $(RUNS)
+
+demo: deps build
+	@echo
+	@echo "This is the library-level demonstration of libvpmu (a fake counting"
+	@echo "source plays the guest's workload) until the guest path exists: the"
+	@echo "QEMU TCG front end, where a real Linux guest runs perf."
+	@echo
+	@if [ ! -x build/examples/demo ]; then \
+	    echo "build/examples/demo was not built: meson.build needs subdir('examples')" >&2; \
+	    exit 1; \
+	fi
+	build/examples/demo
+
+bench: build
+	@if [ -x build/bench/bench-msr ]; then \
+	    build/bench/bench-msr; \
+	else \
+	    echo "no build/bench/bench-msr yet (bench/bench-msr.c is not written)"; \
+	fi
+
+clean:
+	rm -rf build build-asan build-testlogs

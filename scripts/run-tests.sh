@@ -1,0 +1,352 @@
+#!/usr/bin/env bash
+# Build vpmu and run its whole test suite three ways; print one summary line.
+#
+# Usage: scripts/run-tests.sh [plain] [asan] [valgrind]     (default: all)
+#
+#   plain     build/       default options; every registered meson test
+#   asan      build-asan/  -Db_sanitize=address,undefined; every test
+#   valgrind  build/       the Check suites (executables in build/tests/)
+#                          under valgrind memcheck, with CK_FORK=no
+#
+# Tests are enumerated with `meson introspect --tests` and run directly,
+# with the command, environment, working directory and timeout meson
+# would use, so each one's exit status and output can be read:
+#
+#   - a Check suite prints "NN%: Checks: X, Failures: Y, Errors: Z":
+#     X - Y - Z passed, Y + Z failed (summed if it prints several).  If
+#     the process still fails when Check saw no failure (sanitizer report,
+#     leak, valgrind error, crash after the summary), one more failure;
+#   - any other test (the fuzz target, ...) is one test: exit 0 passes;
+#   - a test that prints a line starting with "SKIP" and exits 77 is one
+#     skipped test;
+#   - a run whose build fails counts one failure and runs nothing.
+#
+# The last line printed is "N passed, N failed" (", N skipped" appended
+# when something skipped), summed over all runs.  Exit status 0 only if
+# nothing failed.  Logs: build-testlogs/<run>/.  V=1 prints every test's
+# output, not only the failing ones'.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+LOGROOT=$ROOT/build-testlogs
+VERBOSE=${V:-0}
+
+ASAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+          UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
+VALGRIND=(valgrind --leak-check=full "--errors-for-leak-kinds=definite,indirect"
+          --error-exitcode=1)
+
+total_pass=0
+total_fail=0
+total_skip=0
+# Result of each build directory's build in this invocation: ok / failed.
+declare -A built=()
+
+# Counts of the run in progress.
+run_pass=0
+run_fail=0
+run_skip=0
+
+log() {
+    printf '%s\n' "$*"
+}
+
+# plural N WORD: "1 check", "2 checks".
+plural() {
+    if [ "$1" -eq 1 ]; then
+        printf '%s %s' "$1" "$2"
+    else
+        printf '%s %ss' "$1" "$2"
+    fi
+}
+
+# indent FILE...: print files indented, for failure reports.
+indent() {
+    sed 's/^/        | /' "$@"
+}
+
+# show_tail FILE: the end of a log, indented; say where the whole one is.
+show_tail() {
+    local f=$1 n=${2:-40}
+
+    [ -s "$f" ] || return 0
+    if [ "$VERBOSE" = 1 ]; then
+        indent "$f"
+    else
+        tail -n "$n" "$f" | indent
+        log "        (full log: ${f#"$ROOT"/})"
+    fi
+}
+
+# ensure_build DIR LOGDIR [MESON_OPTION...]: configure and compile DIR once.
+ensure_build() {
+    local dir=$1 logdir=$2 blog
+    shift 2
+
+    if [ "${built[$dir]:-}" = ok ]; then
+        return 0
+    elif [ -n "${built[$dir]:-}" ]; then
+        log "  FAIL  build $dir/ (see above)"
+        return 1
+    fi
+    blog=$logdir/build.log
+    : >"$blog"
+    # Always reconfigure: tests/ and fuzz/ register a test only if its
+    # source exists (fs.is_file), which meson checks at configure time.
+    if {
+        if [ -f "$dir/meson-private/coredata.dat" ]; then
+            meson setup --reconfigure "$dir" "$@"
+        else
+            meson setup "$dir" "$@"
+        fi && meson compile -C "$dir"
+    } >>"$blog" 2>&1; then
+        built[$dir]=ok
+        log "  ok    build $dir/"
+        return 0
+    fi
+    built[$dir]=failed
+    log "  FAIL  build $dir/ (meson setup/compile)"
+    show_tail "$blog" 60
+    return 1
+}
+
+# list_tests DIR: one NUL-separated record per registered test:
+#   name, timeout, workdir, in_tests (1 if the executable is DIR/tests/*),
+#   should_fail, number of env entries, KEY=VALUE..., argc, argv...
+list_tests() {
+    meson introspect --tests "$1" | python3 -c '
+import json, os, sys
+
+builddir = os.path.realpath(sys.argv[1])
+out = []
+for t in json.load(sys.stdin):
+    cmd = t["cmd"]
+    exe = os.path.realpath(cmd[0])
+    in_tests = os.path.dirname(exe) == os.path.join(builddir, "tests")
+    env = ["%s=%s" % kv for kv in sorted((t.get("env") or {}).items())]
+    out += [t["name"], str(t.get("timeout") or 0),
+            t.get("workdir") or builddir, "1" if in_tests else "0",
+            "1" if t.get("should_fail") else "0", str(len(env))] + env
+    out += [str(len(cmd))] + cmd
+sys.stdout.write("".join(f + "\0" for f in out))
+' "$1"
+}
+
+# run_test RUN NAME TIMEOUT WORKDIR SHOULD_FAIL -- ENV... -- CMD...
+# Runs one test (under the run's wrapper) and adds its counts to run_*.
+run_test() {
+    local run=$1 name=$2 tmo=$3 wdir=$4 should_fail=$5
+    shift 6
+    local envs=() cmd=() out err rc checks=0 bad=0 nlines=0 extra=""
+    local line re skipline
+
+    while [ "$1" != -- ]; do
+        envs+=("$1")
+        shift
+    done
+    shift
+    cmd=("$@")
+
+    case $run in
+    plain)
+        envs+=(MALLOC_PERTURB_=165)
+        ;;
+    asan)
+        envs+=("${ASAN_ENV[@]}")
+        tmo=$((tmo * 3))
+        ;;
+    valgrind)
+        envs+=(CK_FORK=no)
+        cmd=("${VALGRIND[@]}" "${cmd[@]}")
+        tmo=$((tmo * 10))
+        ;;
+    esac
+    if [ "$tmo" -gt 0 ]; then
+        cmd=(timeout --kill-after=10 "$tmo" "${cmd[@]}")
+    fi
+
+    out=$LOGROOT/$run/$name.out
+    err=$LOGROOT/$run/$name.err
+    rc=0
+    (cd "$wdir" && exec env "${envs[@]}" "${cmd[@]}") \
+        </dev/null >"$out" 2>"$err" || rc=$?
+
+    re='^[0-9]+%: Checks: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+)'
+    skipline=$(grep -h -m1 '^SKIP' "$out" "$err" 2>/dev/null | head -n1 || true)
+    while IFS= read -r line; do
+        if [[ $line =~ $re ]]; then
+            nlines=$((nlines + 1))
+            checks=$((checks + BASH_REMATCH[1]))
+            bad=$((bad + BASH_REMATCH[2] + BASH_REMATCH[3]))
+        fi
+    done <"$out"
+
+    if [ "$rc" -eq 77 ] && [ -n "$skipline" ]; then
+        run_skip=$((run_skip + 1))
+        log "  SKIP  $name: $skipline"
+        [ "$VERBOSE" = 1 ] && show_tail "$out" && show_tail "$err"
+        return 0
+    fi
+
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        extra="timed out after ${tmo}s"
+    elif [ "$run" = valgrind ] &&
+         grep -q 'ERROR SUMMARY: [1-9]' "$err" 2>/dev/null; then
+        extra="valgrind reported errors"
+    elif [ "$rc" -eq 77 ]; then
+        extra="exit status 77 without a SKIP line"
+    fi
+
+    if [ "$nlines" -gt 0 ]; then
+        # A Check suite: its own counts, plus one if the process failed
+        # for a reason Check did not see.
+        if [ -z "$extra" ] && [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+            extra="exit status $rc although Check reported no failure"
+        fi
+        run_pass=$((run_pass + checks - bad))
+        run_fail=$((run_fail + bad))
+        if [ -n "$extra" ]; then
+            run_fail=$((run_fail + 1))
+        fi
+        if [ "$bad" -eq 0 ] && [ -z "$extra" ]; then
+            log "  PASS  $name: $(plural "$checks" check)"
+            [ "$VERBOSE" = 1 ] && show_tail "$out" && show_tail "$err"
+            return 0
+        fi
+        log "  FAIL  $name: $((checks - bad)) of $(plural "$checks" check)" \
+            "passed${extra:+; $extra}"
+    else
+        # Any other test counts as one.
+        if [ -z "$extra" ] &&
+           { { [ "$should_fail" = 0 ] && [ "$rc" -eq 0 ]; } ||
+             { [ "$should_fail" = 1 ] && [ "$rc" -ne 0 ]; }; }; then
+            run_pass=$((run_pass + 1))
+            log "  PASS  $name"
+            [ "$VERBOSE" = 1 ] && show_tail "$out" && show_tail "$err"
+            return 0
+        fi
+        run_fail=$((run_fail + 1))
+        log "  FAIL  $name: ${extra:-exit status $rc}"
+    fi
+    show_tail "$out"
+    if [ "$run" = valgrind ] && [ "$extra" != "valgrind reported errors" ]; then
+        # Valgrind found nothing: its banner and summary are only noise.
+        grep -v '^==[0-9]*==' "$err" >"$err.short" || true
+        err=$err.short
+    fi
+    show_tail "$err"
+}
+
+# do_run RUN: build, enumerate and run the tests of one configuration.
+do_run() {
+    local run=$1 dir title opts=() list n=0
+    local name tmo wdir in_tests should_fail count i f envs cmd
+
+    case $run in
+    plain)
+        dir=build
+        title="regular build, every registered test"
+        ;;
+    asan)
+        dir=build-asan
+        title="ASan+UBSan build, every registered test"
+        opts=("-Db_sanitize=address,undefined" -Db_lundef=false)
+        ;;
+    valgrind)
+        dir=build
+        title="Check suites of build/ under valgrind (CK_FORK=no)"
+        ;;
+    *)
+        log "run-tests: unknown run '$run' (plain, asan, valgrind)" >&2
+        exit 2
+        ;;
+    esac
+
+    run_pass=0
+    run_fail=0
+    run_skip=0
+    log ""
+    log "==> [$run] $dir/: $title"
+    rm -rf "${LOGROOT:?}/$run"
+    mkdir -p "$LOGROOT/$run"
+
+    if ensure_build "$dir" "$LOGROOT/$run" "${opts[@]}"; then
+        list=$LOGROOT/$run/tests.list
+        if ! list_tests "$dir" >"$list" 2>"$LOGROOT/$run/introspect.err"; then
+            log "  FAIL  meson introspect --tests $dir"
+            show_tail "$LOGROOT/$run/introspect.err"
+            run_fail=$((run_fail + 1))
+        else
+            while IFS= read -r -d '' name <&3; do
+                IFS= read -r -d '' tmo <&3
+                IFS= read -r -d '' wdir <&3
+                IFS= read -r -d '' in_tests <&3
+                IFS= read -r -d '' should_fail <&3
+                envs=()
+                IFS= read -r -d '' count <&3
+                for ((i = 0; i < count; i++)); do
+                    IFS= read -r -d '' f <&3
+                    envs+=("$f")
+                done
+                cmd=()
+                IFS= read -r -d '' count <&3
+                for ((i = 0; i < count; i++)); do
+                    IFS= read -r -d '' f <&3
+                    cmd+=("$f")
+                done
+                if [ "$run" = valgrind ] && [ "$in_tests" != 1 ]; then
+                    continue
+                fi
+                n=$((n + 1))
+                run_test "$run" "$name" "$tmo" "$wdir" "$should_fail" \
+                    -- "${envs[@]}" -- "${cmd[@]}"
+            done 3<"$list"
+            if [ "$n" -eq 0 ]; then
+                log "  (no tests registered for this run yet)"
+            fi
+        fi
+    else
+        run_fail=$((run_fail + 1))
+    fi
+
+    log "--- [$run] $run_pass passed, $run_fail failed, $run_skip skipped"
+    total_pass=$((total_pass + run_pass))
+    total_fail=$((total_fail + run_fail))
+    total_skip=$((total_skip + run_skip))
+}
+
+main() {
+    local runs=("$@") r tool summary
+
+    if [ "${#runs[@]}" -eq 0 ]; then
+        runs=(plain asan valgrind)
+    fi
+    for tool in meson python3 timeout; do
+        if ! command -v "$tool" >/dev/null 2>&1; then
+            log "run-tests: $tool not found; run 'make deps'" >&2
+            exit 2
+        fi
+    done
+    for r in "${runs[@]}"; do
+        if [ "$r" = valgrind ] && ! command -v valgrind >/dev/null 2>&1; then
+            log "run-tests: valgrind not found; run 'make deps'" >&2
+            exit 2
+        fi
+    done
+    mkdir -p "$LOGROOT"
+
+    for r in "${runs[@]}"; do
+        do_run "$r"
+    done
+
+    log ""
+    summary="$total_pass passed, $total_fail failed"
+    if [ "$total_skip" -gt 0 ]; then
+        summary+=", $total_skip skipped"
+    fi
+    log "$summary"
+    [ "$total_fail" -eq 0 ]
+}
+
+main "$@"
