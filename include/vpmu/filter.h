@@ -111,6 +111,8 @@ VPMU_API bool vpmu_filter_allows_fixed(const VpmuFilter *f, unsigned idx);
  *        "masked" once (before any entry) to switch to masked entries,
  *        then "EVENT:MASK:MATCH" or "EVENT:MASK:MATCH:exclude";
  *        "fixed=0x3" for the fixed-counter bitmap.
+ *        A plain "0xC0" means umask 0x00 exactly; "masked 0xC0:0:0"
+ *        matches every umask of event 0xC0.
  *        Example: "deny 0x2e:0x4f,0x2e:0x41 fixed=0x0".
  * @out: receives the filter.
  * @err, @errlen: a message naming the bad item, on failure.

@@ -208,7 +208,12 @@ static bool counter_supported(const VpmuCounter *c, const VpmuCtl *ctl)
     return cfg->events & VPMU_EVENT_BIT(ctl->event);
 }
 
-static bool counter_allowed(const VpmuCounter *c)
+/*
+ * The filter sees the vendor's decoded event fields only (raw_config):
+ * on Intel, EVTSEL bits 35:32 are IN_TX/IN_TXCP, not event select bits,
+ * and must not change what the filter matches (KVM masks the same way).
+ */
+static bool counter_allowed(const VpmuCounter *c, const VpmuCtl *ctl)
 {
     const VpmuFilter *f = c->pmu->filter;
 
@@ -216,7 +221,7 @@ static bool counter_allowed(const VpmuCounter *c)
         return true;
     }
     return c->fixed ? vpmu_filter_allows_fixed(f, c->idx)
-                    : vpmu_filter_allows_event(f, c->ctl);
+                    : vpmu_filter_allows_event(f, ctl->raw_config);
 }
 
 bool vpmu_counter_enabled(const VpmuCounter *c, VpmuCtl *ctl)
@@ -281,7 +286,7 @@ void vpmu_counter_reprogram(VpmuCounter *c)
         counter_stop(c, VPMU_COUNTER_OFF);
         return;
     }
-    if (!counter_allowed(c)) {
+    if (!counter_allowed(c, &ctl)) {
         counter_refuse(c, VPMU_COUNTER_FILTERED);
         return;
     }

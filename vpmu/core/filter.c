@@ -5,9 +5,10 @@
  * code is arch/x86/kvm/pmu.c).
  *
  * Every entry is stored in the masked encoding: plain "event E, umask U"
- * becomes "E, mask 0xff, match U", which hits exactly the same events, as
- * KVM's convert_to_masked_filter() does.  One array and one matching rule
- * then serve both kinds; the flags only pick the layout add() accepts.
+ * becomes "E, mask 0xff, match U", which hits exactly the same events;
+ * KVM converts plain filters the same way since masked events (6.3).  One
+ * array and one matching rule serve both kinds; the flags only pick the
+ * layout add() accepts.
  *
  * The array is sorted by (exclude, event select, mask, match), so includes
  * come first, then excludes, each ordered by event select, like KVM's
@@ -37,11 +38,12 @@
 #define FIXED_BITMAP_BITS       32          /* fixed_counter_bitmap is a u32 */
 
 /* Bits a masked entry may carry (KVM: filter_masked_events_are_valid()). */
-#define MASKED_ENTRY_VALID  (VPMU_MASKED_EVENT_SELECT | VPMU_MASKED_UMASK_MATCH | \
-                             VPMU_MASKED_EXCLUDE | VPMU_MASKED_UMASK_MASK)
+#define MASKED_ENTRY_VALID \
+    (VPMU_MASKED_EVENT_SELECT | VPMU_MASKED_UMASK_MATCH | \
+     VPMU_MASKED_EXCLUDE | VPMU_MASKED_UMASK_MASK)
 
 #define UMASK_OF(v) ((unsigned)(((v) & VPMU_MASKED_UMASK_MATCH) >> UMASK_SHIFT))
-#define MASK_OF(e)  ((unsigned)(((e) & VPMU_MASKED_UMASK_MASK) >> UMASK_MASK_SHIFT))
+#define MASK_OF(e)  ((unsigned)((e) >> UMASK_MASK_SHIFT))  /* [63:56] */
 
 /* Parser limits: EVENT:MASK:MATCH:exclude at most, 12-bit events. */
 #define ENTRY_MAX_FIELDS    4
@@ -392,7 +394,7 @@ static int parse_entry(FilterParse *ps, const char *tok, size_t len)
     ok = masked ? n == 3 || (n == 4 && word_eq(fld[3], flen[3], "exclude"))
                 : n == 1 || n == 2;
     for (size_t i = 0; ok && i < n && i < 3; i++) {
-        ok = parse_num(fld[i], flen[i], i == 0 ? EVENT_MAX : UMASK_MAX, &val[i]);
+        ok = parse_num(fld[i], flen[i], i ? UMASK_MAX : EVENT_MAX, &val[i]);
     }
     if (!ok) {
         return parse_err(ps, -EINVAL, "bad filter entry '%.*s' (expected %s)",
@@ -436,8 +438,8 @@ static int parse_item(FilterParse *ps, const char *tok, size_t len)
     if (ps->fixed_seen ||
         !parse_num(tok + plen, len - plen, UINT32_MAX, &bitmap)) {
         return parse_err(ps, -EINVAL, "%s '%.*s' (expected one fixed=N, "
-                         "N <= 0xffffffff)", ps->fixed_seen ? "repeated" : "bad",
-                         (int)len, tok);
+                         "N <= 0xffffffff)",
+                         ps->fixed_seen ? "repeated" : "bad", (int)len, tok);
     }
     ps->fixed_seen = true;
     vpmu_filter_set_fixed_bitmap(ps->f, (uint32_t)bitmap);
