@@ -104,19 +104,22 @@ static void counter_advance(VpmuCounter *c, uint64_t delta)
     }
 }
 
-/* Fold what the source counted since the last fold into the shadow. */
-static void counter_fold(VpmuCounter *c)
+/*
+ * Fold what the source counted since the last fold into the shadow.
+ * Return: false if the read failed and degraded the counter.
+ */
+static bool counter_fold(VpmuCounter *c)
 {
     uint64_t now;
     int r;
 
     if (!c->h || !c->src_enabled) {
-        return;
+        return true;
     }
     r = src_ops(c)->read(src(c), c->h, &now);
     if (r < 0) {
         counter_source_error(c, "read", r);
-        return;
+        return false;
     }
     if (now != c->src_last) {
         uint64_t delta = now - c->src_last;
@@ -124,6 +127,7 @@ static void counter_fold(VpmuCounter *c)
         c->src_last = now;
         counter_advance(c, delta);
     }
+    return true;
 }
 
 uint64_t vpmu_counter_read(VpmuCounter *c)
@@ -281,7 +285,13 @@ void vpmu_counter_reprogram(VpmuCounter *c)
     VpmuCtl ctl;
     int r;
 
-    counter_fold(c);
+    /*
+     * A failed read degrades the counter and it stays degraded: only a
+     * guest write (which folds before calling here) programs it again.
+     */
+    if (!counter_fold(c)) {
+        return;
+    }
     if (!vpmu_counter_enabled(c, &ctl)) {
         counter_stop(c, VPMU_COUNTER_OFF);
         return;
@@ -347,7 +357,9 @@ void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
     if (!ctl.plain || ctl.event != event || !(cpl == 3 ? ctl.usr : ctl.os)) {
         return;
     }
-    counter_fold(c);
+    if (!counter_fold(c)) {
+        return;
+    }
     c->pmu->stats.emulated++;
     counter_advance(c, 1);
     vpmu_counter_reprogram(c);
