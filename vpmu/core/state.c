@@ -165,6 +165,12 @@ static int state_check_regs(const VpmuPmu *pmu, const StateRegs *s)
     const VpmuArchOps *a = pmu->arch;
     uint64_t fixed_ctrl = 0;
 
+    /* Without global MSRs (Intel v1, AMD before PerfMonV2) only reset. */
+    if (!a->has_global(&pmu->cfg) &&
+        (s->global_ctrl != (pmu->nr_gp ? GENMASK_ULL(pmu->nr_gp - 1, 0) : 0) ||
+         s->global_status)) {
+        return -EINVAL;
+    }
     if (a->check_state(pmu, VPMU_MSR_GLOBAL_CTRL, 0, s->global_ctrl) ||
         a->check_state(pmu, VPMU_MSR_GLOBAL_STATUS, 0, s->global_status) ||
         a->check_state(pmu, VPMU_MSR_DEBUGCTL, 0, s->debugctl)) {
@@ -217,8 +223,14 @@ int vpmu_pmu_load(VpmuPmu *pmu, const void *buf, size_t len)
     if (r < 0) {
         return r;
     }
-    /* Commit: counts so far belong to the state being replaced. */
-    vpmu_pmu_sync(pmu);
+    /*
+     * Commit.  What the sources counted since the last fold belongs to the
+     * state being replaced: drop the handles instead of folding, so no
+     * overflow or PMI of the old state can surface now.
+     */
+    for (unsigned i = 0; i < n; i++) {
+        vpmu_counter_close(counter_at(pmu, i));
+    }
     pmu->global_ctrl = s.global_ctrl;
     pmu->global_status = s.global_status;
     pmu->debugctl = s.debugctl;
