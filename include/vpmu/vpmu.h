@@ -7,4 +7,11 @@
 #include <vpmu/pmu.h>
 #include <vpmu/source.h>
 
+/* g_autoptr() support for glib users (QEMU); include glib.h first. */
+#ifdef G_DEFINE_AUTOPTR_CLEANUP_FUNC
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VpmuPmu, vpmu_pmu_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VpmuFilter, vpmu_filter_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VpmuFakeSource, vpmu_fake_source_free)
+#endif
+
 #endif /* VPMU_VPMU_H */
