@@ -278,20 +278,14 @@ static void counter_overflow_cb(void *ctx)
     vpmu_counter_reprogram(ctx);
 }
 
-void vpmu_counter_reprogram(VpmuCounter *c)
+/* Program the source for the counter's current state; it is folded. */
+static void counter_program(VpmuCounter *c)
 {
     VpmuSourceAttr attr = { 0 };
     const char *what = "open";
     VpmuCtl ctl;
     int r;
 
-    /*
-     * A failed read degrades the counter and it stays degraded: only a
-     * guest write (which folds before calling here) programs it again.
-     */
-    if (!counter_fold(c)) {
-        return;
-    }
     if (!vpmu_counter_enabled(c, &ctl)) {
         counter_stop(c, VPMU_COUNTER_OFF);
         return;
@@ -325,12 +319,23 @@ void vpmu_counter_reprogram(VpmuCounter *c)
     c->state = VPMU_COUNTER_COUNTING;
 }
 
+void vpmu_counter_reprogram(VpmuCounter *c)
+{
+    /*
+     * A failed read degrades the counter and it stays degraded: only a
+     * guest write (vpmu_counter_write/set_ctl) programs it again.
+     */
+    if (counter_fold(c)) {
+        counter_program(c);
+    }
+}
+
 void vpmu_counter_write(VpmuCounter *c, uint64_t val)
 {
     /* Events before the write belong to the old value (and may wrap it). */
     counter_fold(c);
     c->shadow = val & c->mask;
-    vpmu_counter_reprogram(c);
+    counter_program(c);
 }
 
 void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl)
@@ -341,7 +346,7 @@ void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl)
         c->state = VPMU_COUNTER_OFF;
     }
     c->ctl = ctl;
-    vpmu_counter_reprogram(c);
+    counter_program(c);
 }
 
 void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
@@ -362,5 +367,5 @@ void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
     }
     c->pmu->stats.emulated++;
     counter_advance(c, 1);
-    vpmu_counter_reprogram(c);
+    counter_program(c);
 }

@@ -301,27 +301,38 @@ void vpmu_pmu_reprogram_all(VpmuPmu *pmu)
     }
 }
 
+/* Reprogram the counters whose global enable bit is in @bits. */
+static void reprogram_bits(VpmuPmu *pmu, uint64_t bits, bool fold_only)
+{
+    for (unsigned i = 0; i < pmu->nr_gp + pmu->nr_fixed; i++) {
+        VpmuCounter *c = i < pmu->nr_gp ? &pmu->gp[i]
+                                        : &pmu->fixed[i - pmu->nr_gp];
+
+        if (!(bits & vpmu_status_bit(c))) {
+            continue;
+        }
+        if (fold_only) {
+            vpmu_counter_read(c);
+        } else {
+            vpmu_counter_reprogram(c);
+        }
+    }
+}
+
 void vpmu_pmu_set_global_ctrl(VpmuPmu *pmu, uint64_t val)
 {
-    uint64_t changed;
+    uint64_t changed = pmu->global_ctrl ^ val;
 
     /*
-     * Fold under the old enables first: an overflow found there happened
-     * before this write (and may freeze, changing GLOBAL_CTRL itself).
+     * Fold the counters this write starts or stops under the old enables:
+     * an overflow found there happened before the write (and may freeze,
+     * changing GLOBAL_CTRL itself, hence the second XOR).  Counters whose
+     * enable does not change keep counting untouched.
      */
-    vpmu_pmu_sync(pmu);
-    changed = pmu->global_ctrl ^ val;
+    reprogram_bits(pmu, changed, true);
+    changed |= pmu->global_ctrl ^ val;
     pmu->global_ctrl = val;
-    for (unsigned i = 0; i < pmu->nr_gp; i++) {
-        if (changed & vpmu_status_bit(&pmu->gp[i])) {
-            vpmu_counter_reprogram(&pmu->gp[i]);
-        }
-    }
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        if (changed & vpmu_status_bit(&pmu->fixed[i])) {
-            vpmu_counter_reprogram(&pmu->fixed[i]);
-        }
-    }
+    reprogram_bits(pmu, changed, false);
 }
 
 /*
