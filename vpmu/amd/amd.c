@@ -36,14 +36,8 @@ static const VpmuMsrRange amd_ranges[] = {
     { 0xc0010200, 12, VPMU_MSR_F15H_CTL_CTR },  /* PERF_CTL/CTR 0-5 pairs */
 };
 
-typedef struct AmdArchEvent {
-    uint16_t event;     /* EventSelect[11:0] */
-    uint8_t umask;
-    bool valid;
-} AmdArchEvent;
-
 /* Linux arch/x86/events/amd/core.c amd_perfmon_event_map. */
-static const AmdArchEvent amd_arch_events[] = {
+static const VpmuEventCode amd_arch_events[] = {
     [VPMU_EVENT_CYCLES] = { 0x076, 0x00, true },
     [VPMU_EVENT_INSTRUCTIONS] = { 0x0c0, 0x00, true },
     [VPMU_EVENT_REF_CYCLES] = { 0, 0, false },
@@ -230,34 +224,10 @@ static int amd_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
     }
 }
 
-static VpmuArchEvent amd_event(uint64_t ctl)
-{
-    uint16_t event = (ctl & VPMU_EVTSEL_EVENT) |
-                     ((ctl & AMD_EVTSEL_EVENT_HI) >> 24);
-    uint8_t umask = (ctl & VPMU_EVTSEL_UMASK) >> 8;
-
-    for (unsigned e = 0; e < VPMU_EVENT__COUNT; e++) {
-        if (amd_arch_events[e].valid && amd_arch_events[e].event == event &&
-            amd_arch_events[e].umask == umask) {
-            return e;
-        }
-    }
-    return VPMU_EVENT_RAW;
-}
-
 static void amd_decode(const VpmuCounter *c, VpmuCtl *out)
 {
-    uint64_t ctl = c->ctl;
-
-    memset(out, 0, sizeof(*out));
-    out->en = ctl & VPMU_EVTSEL_EN;
-    out->usr = ctl & VPMU_EVTSEL_USR;
-    out->os = ctl & VPMU_EVTSEL_OS;
-    out->intr = ctl & VPMU_EVTSEL_INT;
-    out->plain = !(ctl & VPMU_EVTSEL_MODIFIERS);
-    out->event = amd_event(ctl);
-    out->raw_config = ctl & (VPMU_EVTSEL_EVENT | VPMU_EVTSEL_UMASK |
-                             VPMU_EVTSEL_MODIFIERS | AMD_EVTSEL_EVENT_HI);
+    vpmu_decode_evtsel(c->ctl, VPMU_EVTSEL_EVENT | AMD_EVTSEL_EVENT_HI,
+                       amd_arch_events, out);
 }
 
 static bool amd_has_global(const VpmuConfig *cfg)

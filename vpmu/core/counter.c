@@ -369,3 +369,30 @@ void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
     counter_advance(c, 1);
     counter_program(c);
 }
+
+void vpmu_decode_evtsel(uint64_t ctl, uint64_t event_bits,
+                        const VpmuEventCode codes[VPMU_EVENT__COUNT],
+                        VpmuCtl *out)
+{
+    uint64_t sel = ctl & event_bits;
+    /* EventSelect[11:8] lives in bits 35:32 (AMD; 0 on Intel). */
+    uint16_t event = (sel & VPMU_EVTSEL_EVENT) | ((sel >> 24) & 0xf00);
+    uint8_t umask = (ctl & VPMU_EVTSEL_UMASK) >> 8;
+
+    memset(out, 0, sizeof(*out));
+    out->en = ctl & VPMU_EVTSEL_EN;
+    out->usr = ctl & VPMU_EVTSEL_USR;
+    out->os = ctl & VPMU_EVTSEL_OS;
+    out->intr = ctl & VPMU_EVTSEL_INT;
+    out->plain = !(ctl & VPMU_EVTSEL_MODIFIERS);
+    out->raw_config = ctl & (event_bits | VPMU_EVTSEL_UMASK |
+                             VPMU_EVTSEL_MODIFIERS);
+    out->event = VPMU_EVENT_RAW;
+    for (unsigned e = 0; e < VPMU_EVENT__COUNT; e++) {
+        if (codes[e].valid && codes[e].event == event &&
+            codes[e].umask == umask) {
+            out->event = e;
+            return;
+        }
+    }
+}

@@ -47,6 +47,13 @@ typedef struct VpmuCtl {
     uint64_t raw_config;
 } VpmuCtl;
 
+/* A vendor's encoding of an architectural event (EventSelect[11:0], umask). */
+typedef struct VpmuEventCode {
+    uint16_t event;
+    uint8_t umask;
+    bool valid;
+} VpmuEventCode;
+
 typedef struct VpmuCounter {
     VpmuPmu *pmu;
     uint32_t id;            /* VPMU_COUNTER_GP(i) / VPMU_COUNTER_FIXED_ID(i) */
@@ -160,6 +167,13 @@ void vpmu_counter_write(VpmuCounter *c, uint64_t val);
 void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl);
 void vpmu_counter_reprogram(VpmuCounter *c);
 void vpmu_counter_close(VpmuCounter *c);
+/*
+ * Decode a PERFEVTSEL/PERF_CTL value; @event_bits are the vendor's event
+ * select bits (Intel [7:0], AMD [7:0] and [35:32]), @codes its table.
+ */
+void vpmu_decode_evtsel(uint64_t ctl, uint64_t event_bits,
+                        const VpmuEventCode codes[VPMU_EVENT__COUNT],
+                        VpmuCtl *out);
 void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
                                unsigned cpl);
 /* Global control and status, and the rule "does this counter count". */

@@ -61,21 +61,16 @@ static const VpmuMsrRange intel_ranges[] = {
     { 0x4c1, 8, VPMU_MSR_A_PMC },               /* IA32_A_PMC0-7 */
 };
 
-typedef struct IntelArchEvent {
-    uint8_t event;
-    uint8_t umask;
-} IntelArchEvent;
-
 /* SDM Table 20-1, indexed by VpmuArchEvent = the CPUID.0AH:EBX bit. */
-static const IntelArchEvent intel_arch_events[] = {
-    [VPMU_EVENT_CYCLES] = { 0x3c, 0x00 },
-    [VPMU_EVENT_INSTRUCTIONS] = { 0xc0, 0x00 },
-    [VPMU_EVENT_REF_CYCLES] = { 0x3c, 0x01 },
-    [VPMU_EVENT_LLC_REFERENCES] = { 0x2e, 0x4f },
-    [VPMU_EVENT_LLC_MISSES] = { 0x2e, 0x41 },
-    [VPMU_EVENT_BRANCHES] = { 0xc4, 0x00 },
-    [VPMU_EVENT_BRANCH_MISSES] = { 0xc5, 0x00 },
-    [VPMU_EVENT_TOPDOWN_SLOTS] = { 0xa4, 0x01 },
+static const VpmuEventCode intel_arch_events[] = {
+    [VPMU_EVENT_CYCLES] = { 0x3c, 0x00, true },
+    [VPMU_EVENT_INSTRUCTIONS] = { 0xc0, 0x00, true },
+    [VPMU_EVENT_REF_CYCLES] = { 0x3c, 0x01, true },
+    [VPMU_EVENT_LLC_REFERENCES] = { 0x2e, 0x4f, true },
+    [VPMU_EVENT_LLC_MISSES] = { 0x2e, 0x41, true },
+    [VPMU_EVENT_BRANCHES] = { 0xc4, 0x00, true },
+    [VPMU_EVENT_BRANCH_MISSES] = { 0xc5, 0x00, true },
+    [VPMU_EVENT_TOPDOWN_SLOTS] = { 0xa4, 0x01, true },
 };
 _Static_assert(VPMU_ARRAY_SIZE(intel_arch_events) == VPMU_EVENT__COUNT,
                "one entry per architectural event");
@@ -422,20 +417,6 @@ static int intel_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
     }
 }
 
-static VpmuArchEvent intel_gp_event(uint64_t ctl)
-{
-    uint8_t event = ctl & VPMU_EVTSEL_EVENT;
-    uint8_t umask = (ctl & VPMU_EVTSEL_UMASK) >> 8;
-
-    for (unsigned e = 0; e < VPMU_EVENT__COUNT; e++) {
-        if (intel_arch_events[e].event == event &&
-            intel_arch_events[e].umask == umask) {
-            return e;
-        }
-    }
-    return VPMU_EVENT_RAW;
-}
-
 static void intel_decode(const VpmuCounter *c, VpmuCtl *out)
 {
     uint64_t ctl = c->ctl;
@@ -450,14 +431,7 @@ static void intel_decode(const VpmuCounter *c, VpmuCtl *out)
         out->event = intel_fixed_events[c->idx];
         return;
     }
-    out->en = ctl & VPMU_EVTSEL_EN;
-    out->usr = ctl & VPMU_EVTSEL_USR;
-    out->os = ctl & VPMU_EVTSEL_OS;
-    out->intr = ctl & VPMU_EVTSEL_INT;
-    out->plain = !(ctl & VPMU_EVTSEL_MODIFIERS);
-    out->event = intel_gp_event(ctl);
-    out->raw_config = ctl & (VPMU_EVTSEL_EVENT | VPMU_EVTSEL_UMASK |
-                             VPMU_EVTSEL_MODIFIERS);
+    vpmu_decode_evtsel(ctl, VPMU_EVTSEL_EVENT, intel_arch_events, out);
 }
 
 static bool intel_has_global(const VpmuConfig *cfg)
