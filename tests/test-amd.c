@@ -17,8 +17,6 @@
  */
 #include "vectors.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
 /* APM Vol. 2 §13.2.1: legacy PerfEvtSel0-3 / PerfCtr0-3 */
 #define K7_CTL(i)   (0xC0010000u + (i))
 #define K7_CTR(i)   (0xC0010004u + (i))
@@ -1540,16 +1538,6 @@ START_TEST(test_reset)
     amd_fini(&a);
 }
 END_TEST
-
-static bool in_spans(const VpmuMsrSpan *s, size_t n, uint32_t msr)
-{
-    for (size_t k = 0; k < n; k++) {
-        if (msr >= s[k].base && msr - s[k].base < s[k].count) {
-            return true;
-        }
-    }
-    return false;
-}
 
 START_TEST(test_msr_spans)
 {

@@ -501,7 +501,7 @@ static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("config");
-    int n = (int)(sizeof(config_vectors) / sizeof(config_vectors[0]));
+    int n = (int)ARRAY_SIZE(config_vectors);
 
     tcase_add_loop_test(tc, test_config_check_vectors, 0, n);
     tcase_add_loop_test(tc, test_pmu_new_vectors, 0, n);

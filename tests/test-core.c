@@ -16,10 +16,7 @@
  * instructions say where the +1 comes from.
  */
 #include "vectors.h"
-
-#include <stddef.h>
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#include "steps.h"
 
 /* --- Intel MSRs (SDM Vol. 4, Table 2-2) -------------------------------- */
 #define PMC(i)          (0xC1u + (i))      /* IA32_PMCi, legacy (sign-ext.) */
@@ -376,146 +373,35 @@ static VpmuFakeStats fake_of(CorePmu *c)
 /* Step scripts                                                              */
 /* ========================================================================= */
 
-typedef enum StepOp {
-    S_WR,       /* WRMSR .msr <- .val, expect .ret */
-    S_RD,       /* RDMSR .msr, expect 0 and .val */
-    S_RUN,      /* fake source: .val events .event at .cpl (.raw for RAW) */
-    S_RETIRE,   /* vpmu_pmu_instruction_retired(.cpl, branch = .val) */
-    S_RELEASE,  /* vpmu_pmu_release_idle() */
-    S_PMIS,     /* PMIs requested so far == .val */
-    S_LOGS,     /* log lines so far == .val */
-    S_STATE,    /* counter .msr (an id) is in state .val */
-    S_INFO,     /* counter .msr: uint64_t VpmuCounterInfo field at .off */
-    S_STAT,     /* uint64_t VpmuStats field at .off == .val */
-    S_FAKE,     /* uint64_t VpmuFakeStats field at .off == .val */
-    S_HANDLES,  /* fake open_handles == .val */
-} StepOp;
-
-typedef struct Step {
-    int line;
-    StepOp op;
-    uint32_t msr;
-    uint64_t val;
-    int ret;
-    VpmuArchEvent event;
-    uint64_t raw;
-    unsigned cpl;
-    size_t off;
-    const char *name;
-} Step;
-
-#define W(m, v)         { SRC_LINE, S_WR, .msr = (m), .val = (v) }
-#define W_GP(m, v)      { SRC_LINE, S_WR, .msr = (m), .val = (v), .ret = -EINVAL }
-#define R(m, v)         { SRC_LINE, S_RD, .msr = (m), .val = (v) }
-#define RUN(e, c, n)    { SRC_LINE, S_RUN, .event = VPMU_EVENT_##e, .cpl = (c), \
-                          .val = (n) }
-#define RUN_RAW(r, c, n) { SRC_LINE, S_RUN, .event = VPMU_EVENT_RAW, .raw = (r), \
-                           .cpl = (c), .val = (n) }
-#define RETIRE(c, br)   { SRC_LINE, S_RETIRE, .cpl = (c), .val = (br) }
-#define RELEASE()       { SRC_LINE, S_RELEASE }
-#define PMIS(n)         { SRC_LINE, S_PMIS, .val = (n) }
-#define LOGS(n)         { SRC_LINE, S_LOGS, .val = (n) }
-#define STATE(id, s)    { SRC_LINE, S_STATE, .msr = (id), .val = VPMU_COUNTER_##s }
-#define INFO(id, f, v)  { SRC_LINE, S_INFO, .msr = (id), .val = (v), \
-                          .off = offsetof(VpmuCounterInfo, f), .name = #f }
-#define STAT(f, v)      { SRC_LINE, S_STAT, .val = (v), \
-                          .off = offsetof(VpmuStats, f), .name = #f }
-#define FAKE(op, v)     { SRC_LINE, S_FAKE, .val = (v), \
-                          .off = offsetof(VpmuFakeStats, calls[VPMU_FAKE_##op]), \
-                          .name = "calls[" #op "]" }
-#define CLOSES(v)       { SRC_LINE, S_FAKE, .val = (v), \
-                          .off = offsetof(VpmuFakeStats, closes), .name = "closes" }
-#define HANDLES(v)      { SRC_LINE, S_HANDLES, .val = (v) }
-
-static uint64_t u64_at(const void *base, size_t off)
+/* Run a script against @c: the PMI count, and the log sink's lines. */
+static void core_steps(CorePmu *c, const Step *s, size_t n)
 {
-    uint64_t v;
+    const StepTarget tg = {
+        .pmu = c->pmu,
+        .fake = c->fake,
+        .pmis = &c->pmis,
+        .logs = &c->logs,
+        .last_log = c->last_log,
+    };
 
-    memcpy(&v, (const char *)base + off, sizeof(v));
-    return v;
+    run_steps_on(&tg, s, n);
 }
 
-static void run_steps(CorePmu *c, const Step *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        VpmuCounterInfo info;
-        VpmuFakeStats fs;
-        VpmuStats st;
-        uint64_t got = 0;
-        int r;
+#define RUN_STEPS(c, t) core_steps((c), (t), ARRAY_SIZE(t))
 
-        switch (s[i].op) {
-        case S_WR:
-            r = vpmu_pmu_wrmsr(c->pmu, s[i].msr, s[i].val);
-            ck_assert_msg(r == s[i].ret,
-                          "line %d: wrmsr 0x%x <- 0x%" PRIx64 ": ret %d want %d",
-                          s[i].line, s[i].msr, s[i].val, r, s[i].ret);
-            break;
-        case S_RD:
-            r = vpmu_pmu_rdmsr(c->pmu, s[i].msr, &got);
-            ck_assert_msg(r == 0 && got == s[i].val,
-                          "line %d: rdmsr 0x%x = 0x%" PRIx64 " (ret %d) want 0x%"
-                          PRIx64, s[i].line, s[i].msr, got, r, s[i].val);
-            break;
-        case S_RUN:
-            ck_assert_msg(c->fake, "line %d: RUN needs the fake source",
-                          s[i].line);
-            vpmu_fake_source_run(c->fake, s[i].event, s[i].raw, s[i].cpl,
-                                 s[i].val);
-            break;
-        case S_RETIRE:
-            vpmu_pmu_instruction_retired(c->pmu, s[i].cpl, s[i].val != 0);
-            break;
-        case S_RELEASE:
-            vpmu_pmu_release_idle(c->pmu);
-            break;
-        case S_PMIS:
-            ck_assert_msg(c->pmis == s[i].val, "line %d: %u PMIs, want %" PRIu64,
-                          s[i].line, c->pmis, s[i].val);
-            break;
-        case S_LOGS:
-            ck_assert_msg(c->logs == s[i].val,
-                          "line %d: %u log lines, want %" PRIu64 " (last: %s)",
-                          s[i].line, c->logs, s[i].val, c->last_log);
-            break;
-        case S_STATE:
-            info_of(c, s[i].msr, &info);
-            ck_assert_msg(info.state == (VpmuCounterState)s[i].val,
-                          "line %d: counter 0x%x state %d want %d", s[i].line,
-                          s[i].msr, (int)info.state, (int)s[i].val);
-            break;
-        case S_INFO:
-            info_of(c, s[i].msr, &info);
-            got = u64_at(&info, s[i].off);
-            ck_assert_msg(got == s[i].val,
-                          "line %d: counter 0x%x %s = 0x%" PRIx64 " want 0x%"
-                          PRIx64, s[i].line, s[i].msr, s[i].name, got, s[i].val);
-            break;
-        case S_STAT:
-            vpmu_pmu_stats(c->pmu, &st);
-            got = u64_at(&st, s[i].off);
-            ck_assert_msg(got == s[i].val,
-                          "line %d: stats.%s = %" PRIu64 " want %" PRIu64,
-                          s[i].line, s[i].name, got, s[i].val);
-            break;
-        case S_FAKE:
-            vpmu_fake_source_stats(c->fake, &fs);
-            got = u64_at(&fs, s[i].off);
-            ck_assert_msg(got == s[i].val,
-                          "line %d: fake %s = %" PRIu64 " want %" PRIu64,
-                          s[i].line, s[i].name, got, s[i].val);
-            break;
-        case S_HANDLES:
-            vpmu_fake_source_stats(c->fake, &fs);
-            ck_assert_msg(fs.open_handles == s[i].val,
-                          "line %d: %u fake handles open, want %" PRIu64,
-                          s[i].line, fs.open_handles, s[i].val);
-            break;
-        }
-    }
+/* A script on its own Intel v2 PMU (48-bit counters) on the fake source. */
+static void v2_script(const Step *s, size_t n)
+{
+    VpmuConfig cfg;
+    CorePmu c;
+
+    cfg_v2(&cfg, 48, 0);
+    core_init(&c, &cfg, NULL);
+    core_steps(&c, s, n);
+    core_fini(&c);
 }
 
-#define RUN_STEPS(c, t) run_steps((c), (t), ARRAY_SIZE(t))
+#define RUN_V2_SCRIPT(t) v2_script((t), ARRAY_SIZE(t))
 
 /* ========================================================================= */
 /* Value arithmetic                                                          */
@@ -920,13 +806,7 @@ static const Step reuse_steps[] = {
 
 START_TEST(test_reuse)
 {
-    VpmuConfig cfg;
-    CorePmu c;
-
-    cfg_v2(&cfg, 48, 0);
-    core_init(&c, &cfg, NULL);
-    RUN_STEPS(&c, reuse_steps);
-    core_fini(&c);
+    RUN_V2_SCRIPT(reuse_steps);
 }
 END_TEST
 
@@ -1272,13 +1152,7 @@ static const Step toggle_steps[] = {
 
 START_TEST(test_enable_toggle)
 {
-    VpmuConfig cfg;
-    CorePmu c;
-
-    cfg_v2(&cfg, 48, 0);
-    core_init(&c, &cfg, NULL);
-    RUN_STEPS(&c, toggle_steps);
-    core_fini(&c);
+    RUN_V2_SCRIPT(toggle_steps);
 }
 END_TEST
 
@@ -1431,7 +1305,7 @@ static const Step wrmsr_steps[] = {
     W(GLOBAL_CTRL, GP_BITS), R(PMC(0), 4),
     W_GP(EVTSEL(1), 1ull << 32), R(PMC(0), 4),              /* #GP */
     W_GP(GLOBAL_STATUS, 0), R(PMC(0), 4),                   /* read-only */
-    { SRC_LINE, S_WR, .msr = 0x10, .val = 0, .ret = -ENOENT }, /* TSC */
+    W_NOENT(0x10, 0),                                       /* TSC */
     R(PMC(0), 4),
     RUN(INSTRUCTIONS, 0, 10), R(PMC(0), 14),
     RETIRE(0, false), R(PMC(0), 15),
@@ -1447,13 +1321,7 @@ static const Step wrmsr_steps[] = {
 
 START_TEST(test_wrmsr_counted)
 {
-    VpmuConfig cfg;
-    CorePmu c;
-
-    cfg_v2(&cfg, 48, 0);
-    core_init(&c, &cfg, NULL);
-    RUN_STEPS(&c, wrmsr_steps);
-    core_fini(&c);
+    RUN_V2_SCRIPT(wrmsr_steps);
 }
 END_TEST
 
@@ -1796,15 +1664,12 @@ static const Step unsup_instr_steps[] = {
 typedef struct UnsupCase {
     int line;
     VpmuArchEvent missing;
-    const Step *steps;
-    size_t n;
+    StepTable steps;
 } UnsupCase;
 
 static const UnsupCase unsup_cases[] = {
-    { SRC_LINE, VPMU_EVENT_CYCLES, unsup_cycles_steps,
-      ARRAY_SIZE(unsup_cycles_steps) },
-    { SRC_LINE, VPMU_EVENT_INSTRUCTIONS, unsup_instr_steps,
-      ARRAY_SIZE(unsup_instr_steps) },
+    { SRC_LINE, VPMU_EVENT_CYCLES, STEPS(unsup_cycles_steps) },
+    { SRC_LINE, VPMU_EVENT_INSTRUCTIONS, STEPS(unsup_instr_steps) },
 };
 
 START_TEST(test_unsupported)
@@ -1816,7 +1681,7 @@ START_TEST(test_unsupported)
     cfg_v2(&cfg, 48, 0);
     cfg.events = VPMU_EVENTS_ALL & ~VPMU_EVENT_BIT(u->missing);
     core_init(&c, &cfg, NULL);
-    run_steps(&c, u->steps, u->n);
+    core_steps(&c, u->steps.s, u->steps.n);
     core_fini(&c);
 }
 END_TEST
@@ -2103,13 +1968,7 @@ static const Step release_steps[] = {
 
 START_TEST(test_release_idle)
 {
-    VpmuConfig cfg;
-    CorePmu c;
-
-    cfg_v2(&cfg, 48, 0);
-    core_init(&c, &cfg, NULL);
-    RUN_STEPS(&c, release_steps);
-    core_fini(&c);
+    RUN_V2_SCRIPT(release_steps);
 }
 END_TEST
 

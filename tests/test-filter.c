@@ -88,7 +88,7 @@ static const uint64_t probe_events[] = {
 static void assert_filters_agree(int line, const VpmuFilter *a,
                                  const VpmuFilter *b)
 {
-    for (size_t e = 0; e < sizeof(probe_events) / sizeof(probe_events[0]); e++) {
+    for (size_t e = 0; e < ARRAY_SIZE(probe_events); e++) {
         for (unsigned um = 0; um < 256; um++) {
             uint64_t sel = PLAIN(probe_events[e], um) | EVTSEL_EN | EVTSEL_USR;
             bool x = vpmu_filter_allows_event(a, sel);
@@ -165,7 +165,7 @@ static const EventVector plain_vectors[] = {
 
 START_TEST(test_plain_vectors)
 {
-    run_event_vectors(plain_vectors, sizeof(plain_vectors) / sizeof(plain_vectors[0]));
+    run_event_vectors(plain_vectors, ARRAY_SIZE(plain_vectors));
 }
 END_TEST
 
@@ -242,7 +242,7 @@ static const EventVector masked_vectors[] = {
 
 START_TEST(test_masked_vectors)
 {
-    run_event_vectors(masked_vectors, sizeof(masked_vectors) / sizeof(masked_vectors[0]));
+    run_event_vectors(masked_vectors, ARRAY_SIZE(masked_vectors));
 }
 END_TEST
 
@@ -255,7 +255,7 @@ START_TEST(test_empty_filters)
         VpmuFilter *allow = build(__LINE__, A, flags[i], NULL, 0);
         VpmuFilter *deny = build(__LINE__, D, flags[i], NULL, 0);
 
-        for (size_t e = 0; e < sizeof(probe_events) / sizeof(probe_events[0]); e++) {
+        for (size_t e = 0; e < ARRAY_SIZE(probe_events); e++) {
             for (unsigned um = 0; um < 256; um++) {
                 uint64_t sel = PLAIN(probe_events[e], um);
 
@@ -312,7 +312,7 @@ static const FixedVector fixed_vectors[] = {
 
 START_TEST(test_fixed_vectors)
 {
-    for (size_t i = 0; i < sizeof(fixed_vectors) / sizeof(fixed_vectors[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(fixed_vectors); i++) {
         const FixedVector *v = &fixed_vectors[i];
         VpmuFilter *f = build(v->line, v->action, v->flags, NULL, 0);
         bool got;
@@ -411,7 +411,7 @@ static const BadEntryVector bad_entries[] = {
  */
 START_TEST(test_add_invalid)
 {
-    for (size_t i = 0; i < sizeof(bad_entries) / sizeof(bad_entries[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(bad_entries); i++) {
         const BadEntryVector *v = &bad_entries[i];
         uint64_t base = v->flags ? MASKED(0x3c, 0xff, 0x01, 0) : PLAIN(0x3c, 0x01);
         VpmuFilter *f = build(v->line, A, v->flags, &base, 1);
@@ -493,7 +493,7 @@ static uint64_t rng(void)
 }
 
 static const uint64_t rand_events[] = { 0x2e, 0x3c, 0xc0, 0xc4, 0x1c0, 0xfc4 };
-#define RAND_EVENT() rand_events[rng() % (sizeof(rand_events) / sizeof(rand_events[0]))]
+#define RAND_EVENT() rand_events[rng() % ARRAY_SIZE(rand_events)]
 
 static bool model_allows(VpmuFilterAction action, unsigned flags,
                          const uint64_t *e, size_t n, uint64_t evtsel)
@@ -641,7 +641,7 @@ static const ParseVector parse_vectors[] = {
 
 START_TEST(test_parse_valid)
 {
-    for (size_t i = 0; i < sizeof(parse_vectors) / sizeof(parse_vectors[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(parse_vectors); i++) {
         const ParseVector *v = &parse_vectors[i];
         char err[128] = "";
         VpmuFilter *f = NULL;
@@ -763,7 +763,7 @@ START_TEST(test_parse_invalid)
 {
     static char sentinel;
 
-    for (size_t i = 0; i < sizeof(bad_parse) / sizeof(bad_parse[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(bad_parse); i++) {
         const BadParseVector *v = &bad_parse[i];
         VpmuFilter *out = (VpmuFilter *)(void *)&sentinel;
         char err[256], quoted[128];

@@ -3,15 +3,15 @@
  * The Intel architectural PMU, versions 1-5, against docs/msrs.md (the
  * contract) and the SDM Vol. 3B ch. 20 / Vol. 4 rules it is derived from.
  *
- * Public API and vectors.h only.  Every expected value is worked out by hand
- * from those rules; the non-obvious ones carry their derivation next to them.
- * Tables are MsrVector (plain MSR accesses) or Step (a scripted sequence of
- * MSR accesses, fake-source events, RDPMCs and PMI checks); both record
- * their source line so a failure names the vector that broke.
+ * Public API, vectors.h and steps.h only.  Every expected value is worked
+ * out by hand from those rules; the non-obvious ones carry their derivation
+ * next to them.  Tables are MsrVector (plain MSR accesses) or Step (a
+ * scripted sequence of MSR accesses, fake-source events, RDPMCs and PMI
+ * checks); both record their source line so a failure names the vector
+ * that broke.
  */
 #include "vectors.h"
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#include "steps.h"
 
 /* --- MSRs (SDM Vol. 4, Table 2-2) ------------------------------------- */
 #define PMC(i)          (0xC1u + (i))      /* IA32_PMCi */
@@ -80,95 +80,6 @@ typedef struct MsrTable {
 } MsrTable;
 #define TABLE(t)        { (t), ARRAY_SIZE(t) }
 
-/* --- Step scripts --------------------------------------------------------- */
-typedef enum StepOp {
-    S_WR,       /* WRMSR .msr <- .val, expect .ret */
-    S_RD,       /* RDMSR .msr, expect .ret and (if 0) .val */
-    S_RUN,      /* fake source: .val events .event at .cpl (.raw for RAW) */
-    S_RETIRE,   /* vpmu_pmu_instruction_retired(.cpl, branch = .val) */
-    S_PMIS,     /* PMIs requested so far == .val */
-    S_RDPMC,    /* RDPMC ECX = .msr, expect .ret and (if 0) .val */
-    S_STATE,    /* vpmu_pmu_counter_info(.msr).state == .val */
-} StepOp;
-
-typedef struct Step {
-    int line;
-    StepOp op;
-    uint32_t msr;
-    uint64_t val;
-    int ret;
-    VpmuArchEvent event;
-    uint64_t raw;
-    unsigned cpl;
-} Step;
-
-#define W(m, v)         { SRC_LINE, S_WR, .msr = (m), .val = (v) }
-#define W_GP(m, v)      { SRC_LINE, S_WR, .msr = (m), .val = (v), .ret = -EINVAL }
-#define W_NOENT(m, v)   { SRC_LINE, S_WR, .msr = (m), .val = (v), .ret = -ENOENT }
-#define R(m, v)         { SRC_LINE, S_RD, .msr = (m), .val = (v) }
-#define RUN(e, c, n)    { SRC_LINE, S_RUN, .event = VPMU_EVENT_##e, .cpl = (c), \
-                          .val = (n) }
-#define RUN_RAW(r, c, n) { SRC_LINE, S_RUN, .event = VPMU_EVENT_RAW, .raw = (r), \
-                           .cpl = (c), .val = (n) }
-#define RETIRE(c, br)   { SRC_LINE, S_RETIRE, .cpl = (c), .val = (br) }
-#define PMIS(n)         { SRC_LINE, S_PMIS, .val = (n) }
-#define RDPMC(ecx, v)   { SRC_LINE, S_RDPMC, .msr = (ecx), .val = (v) }
-#define RDPMC_GP(ecx)   { SRC_LINE, S_RDPMC, .msr = (ecx), .ret = -EINVAL }
-#define STATE(id, s)    { SRC_LINE, S_STATE, .msr = (id), .val = VPMU_COUNTER_##s }
-
-static void run_steps(TestPmu *t, const Step *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint64_t got = 0;
-        VpmuCounterInfo info;
-        int r;
-
-        switch (s[i].op) {
-        case S_WR:
-            r = vpmu_pmu_wrmsr(t->pmu, s[i].msr, s[i].val);
-            ck_assert_msg(r == s[i].ret,
-                          "line %d: wrmsr 0x%x <- 0x%" PRIx64 ": ret %d want %d",
-                          s[i].line, s[i].msr, s[i].val, r, s[i].ret);
-            break;
-        case S_RD:
-            r = vpmu_pmu_rdmsr(t->pmu, s[i].msr, &got);
-            ck_assert_msg(r == s[i].ret, "line %d: rdmsr 0x%x: ret %d want %d",
-                          s[i].line, s[i].msr, r, s[i].ret);
-            ck_assert_msg(r != 0 || got == s[i].val,
-                          "line %d: rdmsr 0x%x = 0x%" PRIx64 " want 0x%" PRIx64,
-                          s[i].line, s[i].msr, got, s[i].val);
-            break;
-        case S_RUN:
-            vpmu_fake_source_run(t->fake, s[i].event, s[i].raw, s[i].cpl,
-                                 s[i].val);
-            break;
-        case S_RETIRE:
-            vpmu_pmu_instruction_retired(t->pmu, s[i].cpl, s[i].val != 0);
-            break;
-        case S_PMIS:
-            ck_assert_msg(t->pmis == s[i].val, "line %d: %u PMIs, want %" PRIu64,
-                          s[i].line, t->pmis, s[i].val);
-            break;
-        case S_RDPMC:
-            r = vpmu_pmu_rdpmc(t->pmu, s[i].msr, &got);
-            ck_assert_msg(r == s[i].ret, "line %d: rdpmc 0x%x: ret %d want %d",
-                          s[i].line, s[i].msr, r, s[i].ret);
-            ck_assert_msg(r != 0 || got == s[i].val,
-                          "line %d: rdpmc 0x%x = 0x%" PRIx64 " want 0x%" PRIx64,
-                          s[i].line, s[i].msr, got, s[i].val);
-            break;
-        case S_STATE:
-            r = vpmu_pmu_counter_info(t->pmu, s[i].msr, &info);
-            ck_assert_msg(r == 0, "line %d: counter_info 0x%x: ret %d",
-                          s[i].line, s[i].msr, r);
-            ck_assert_msg(info.state == (VpmuCounterState)s[i].val,
-                          "line %d: counter 0x%x state %d want %d", s[i].line,
-                          s[i].msr, (int)info.state, (int)s[i].val);
-            break;
-        }
-    }
-}
-
 /* --- Configurations --------------------------------------------------------- */
 /*
  * One canonical configuration per version, indexed by version:
@@ -214,6 +125,29 @@ static void init_version(TestPmu *t, unsigned version)
 
     intel_cfg(&cfg, version);
     test_pmu_init(t, &cfg);
+}
+
+/* A script on its own PMU of @version's canonical configuration. */
+static void version_script(unsigned version, const Step *s, size_t n)
+{
+    TestPmu t;
+
+    init_version(&t, version);
+    run_steps(&t, s, n);
+    test_pmu_fini(&t);
+}
+
+#define VERSION_SCRIPT(v, t) version_script((v), (t), ARRAY_SIZE(t))
+
+/* A script for one version's canonical configuration. */
+typedef struct VersionSteps {
+    unsigned version;
+    StepTable steps;
+} VersionSteps;
+
+static void run_version_steps(const VersionSteps *v)
+{
+    version_script(v->version, v->steps.s, v->steps.n);
 }
 
 /* ========================================================================= */
@@ -792,15 +726,12 @@ static const Step v5_rdpmc[] = {
     RDPMC_GP(0x80000000), RDPMC_GP(0x20000000 | RDPMC_FIXED),
 };
 
-static const struct {
-    const Step *s;
-    size_t n;
-} rdpmc_tables[6] = {
-    [1] = { v1_rdpmc, ARRAY_SIZE(v1_rdpmc) },
-    [2] = { v2_rdpmc, ARRAY_SIZE(v2_rdpmc) },
-    [3] = { v3_rdpmc, ARRAY_SIZE(v3_rdpmc) },
-    [4] = { v4_rdpmc, ARRAY_SIZE(v4_rdpmc) },
-    [5] = { v5_rdpmc, ARRAY_SIZE(v5_rdpmc) },
+static const StepTable rdpmc_tables[6] = {
+    [1] = STEPS(v1_rdpmc),
+    [2] = STEPS(v2_rdpmc),
+    [3] = STEPS(v3_rdpmc),
+    [4] = STEPS(v4_rdpmc),
+    [5] = STEPS(v5_rdpmc),
 };
 
 /* _i = version */
@@ -1089,26 +1020,18 @@ static const Step count_anythread[] = {
     RUN(CYCLES, 3, 2), R(FIXED_CTR(1), 2), R(PMC(0), 7),
 };
 
-static const struct {
-    unsigned version;
-    const Step *s;
-    size_t n;
-} count_cases[] = {
-    { 2, count_gp, ARRAY_SIZE(count_gp) },
-    { 2, count_fixed, ARRAY_SIZE(count_fixed) },
-    { 5, count_slots, ARRAY_SIZE(count_slots) },
-    { 1, count_v1, ARRAY_SIZE(count_v1) },
-    { 3, count_anythread, ARRAY_SIZE(count_anythread) },
+static const VersionSteps count_cases[] = {
+    { 2, STEPS(count_gp) },
+    { 2, STEPS(count_fixed) },
+    { 5, STEPS(count_slots) },
+    { 1, STEPS(count_v1) },
+    { 3, STEPS(count_anythread) },
 };
 
 /* _i = index into count_cases */
 START_TEST(test_counting)
 {
-    TestPmu t;
-
-    init_version(&t, count_cases[_i].version);
-    run_steps(&t, count_cases[_i].s, count_cases[_i].n);
-    test_pmu_fini(&t);
+    run_version_steps(&count_cases[_i]);
 }
 END_TEST
 
@@ -1155,11 +1078,7 @@ static const Step wrmsr_rule[] = {
 
 START_TEST(test_wrmsr_counted)
 {
-    TestPmu t;
-
-    init_version(&t, 2);
-    run_steps(&t, wrmsr_rule, ARRAY_SIZE(wrmsr_rule));
-    test_pmu_fini(&t);
+    VERSION_SCRIPT(2, wrmsr_rule);
 }
 END_TEST
 
@@ -1186,11 +1105,7 @@ static const Step retired[] = {
 
 START_TEST(test_instruction_retired)
 {
-    TestPmu t;
-
-    init_version(&t, 4);
-    run_steps(&t, retired, ARRAY_SIZE(retired));
-    test_pmu_fini(&t);
+    VERSION_SCRIPT(4, retired);
 }
 END_TEST
 
@@ -1301,24 +1216,16 @@ static const Step overflow_fixed_v5[] = {
     PMIS(1),
 };
 
-static const struct {
-    unsigned version;
-    const Step *s;
-    size_t n;
-} overflow_fixed_cases[] = {
-    { 2, overflow_fixed_v2, ARRAY_SIZE(overflow_fixed_v2) },
-    { 3, overflow_fixed_v3, ARRAY_SIZE(overflow_fixed_v3) },
-    { 5, overflow_fixed_v5, ARRAY_SIZE(overflow_fixed_v5) },
+static const VersionSteps overflow_fixed_cases[] = {
+    { 2, STEPS(overflow_fixed_v2) },
+    { 3, STEPS(overflow_fixed_v3) },
+    { 5, STEPS(overflow_fixed_v5) },
 };
 
 /* _i = index into overflow_fixed_cases */
 START_TEST(test_overflow_fixed)
 {
-    TestPmu t;
-
-    init_version(&t, overflow_fixed_cases[_i].version);
-    run_steps(&t, overflow_fixed_cases[_i].s, overflow_fixed_cases[_i].n);
-    test_pmu_fini(&t);
+    run_version_steps(&overflow_fixed_cases[_i]);
 }
 END_TEST
 
@@ -1346,11 +1253,7 @@ static const Step status_set[] = {
 /* _i = version (4, 5) */
 START_TEST(test_status_set)
 {
-    TestPmu t;
-
-    init_version(&t, _i);
-    run_steps(&t, status_set, ARRAY_SIZE(status_set));
-    test_pmu_fini(&t);
+    VERSION_SCRIPT(_i, status_set);
 }
 END_TEST
 
@@ -1428,28 +1331,18 @@ static const Step no_freeze[] = {
     RUN(CYCLES, 0, 2), R(PMC(0), 2),
 };
 
-static const struct {
-    const Step *s;
-    size_t n;
-} freeze_tables[6] = {
-    [2] = { freeze_legacy, ARRAY_SIZE(freeze_legacy) },
-    [3] = { freeze_legacy, ARRAY_SIZE(freeze_legacy) },
-    [4] = { freeze_v4, ARRAY_SIZE(freeze_v4) },
-    [5] = { freeze_v5, ARRAY_SIZE(freeze_v5) },
+static const StepTable freeze_tables[6] = {
+    [2] = STEPS(freeze_legacy),
+    [3] = STEPS(freeze_legacy),
+    [4] = STEPS(freeze_v4),
+    [5] = STEPS(freeze_v5),
 };
 
 /* _i = version (2..5) */
 START_TEST(test_freeze_on_pmi)
 {
-    TestPmu t;
-
-    init_version(&t, _i);
-    run_steps(&t, freeze_tables[_i].s, freeze_tables[_i].n);
-    test_pmu_fini(&t);
-
-    init_version(&t, _i);
-    run_steps(&t, no_freeze, ARRAY_SIZE(no_freeze));
-    test_pmu_fini(&t);
+    version_script(_i, freeze_tables[_i].s, freeze_tables[_i].n);
+    VERSION_SCRIPT(_i, no_freeze);
 }
 END_TEST
 
@@ -1749,15 +1642,12 @@ static const Step dirty_v5[] = {
     R(PMC(5), 0x58), R(INUSE, 0x8000000F00000020ull),
 };
 
-static const struct {
-    const Step *s;
-    size_t n;
-} dirty_tables[6] = {
-    [1] = { dirty_v1, ARRAY_SIZE(dirty_v1) },
-    [2] = { dirty_v2, ARRAY_SIZE(dirty_v2) },
-    [3] = { dirty_v3, ARRAY_SIZE(dirty_v3) },
-    [4] = { dirty_v4, ARRAY_SIZE(dirty_v4) },
-    [5] = { dirty_v5, ARRAY_SIZE(dirty_v5) },
+static const StepTable dirty_tables[6] = {
+    [1] = STEPS(dirty_v1),
+    [2] = STEPS(dirty_v2),
+    [3] = STEPS(dirty_v3),
+    [4] = STEPS(dirty_v4),
+    [5] = STEPS(dirty_v5),
 };
 
 /* After RESET nothing counts: every selector is 0. */
@@ -1783,16 +1673,6 @@ START_TEST(test_pmu_reset)
     test_pmu_fini(&t);
 }
 END_TEST
-
-static bool in_spans(const VpmuMsrSpan *s, size_t n, uint32_t msr)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (msr >= s[i].base && msr - s[i].base < s[i].count) {
-            return true;
-        }
-    }
-    return false;
-}
 
 /* _i = version */
 START_TEST(test_msr_spans)

@@ -186,7 +186,7 @@ static const StateCfg rt_cfgs[] = {
     ACFG(VPMU_AMD_PERFMON_V2, 1, false),
     ACFG(VPMU_AMD_PERFMON_V2, 4, true),
 };
-#define NR_RT_CFGS ((int)(sizeof(rt_cfgs) / sizeof(rt_cfgs[0])))
+#define NR_RT_CFGS ((int)ARRAY_SIZE(rt_cfgs))
 
 static bool is_intel(const VpmuConfig *c)
 {
@@ -1365,7 +1365,7 @@ static const StateCfg rej_cfgs[] = {
     ACFG(VPMU_AMD_K7, 4, false),
     ACFG(VPMU_AMD_PERFMON_V2, 6, true),
 };
-#define NR_REJ_CFGS ((int)(sizeof(rej_cfgs) / sizeof(rej_cfgs[0])))
+#define NR_REJ_CFGS ((int)ARRAY_SIZE(rej_cfgs))
 
 typedef struct RejFixture {
     VpmuConfig c;
@@ -1458,7 +1458,7 @@ START_TEST(test_reject_framing)
     rej_setup(&f, &rej_cfgs[_i]);
 
     /* Unknown format versions with a valid CRC. */
-    for (size_t k = 0; k < sizeof(versions) / sizeof(versions[0]); k++) {
+    for (size_t k = 0; k < ARRAY_SIZE(versions); k++) {
         memcpy(bad, f.blob, f.n);
         put_le(bad + 4, versions[k], 2);
         fix_crc(bad, f.n);
@@ -1551,7 +1551,7 @@ static const StateCfg layout_cfgs[] = {
     ACFG(VPMU_AMD_PERFMON_V2, 6, false),        /* same size, level */
     ACFG(VPMU_AMD_PERFMON_V2, 4, false),
 };
-#define NR_LAYOUT_CFGS ((int)(sizeof(layout_cfgs) / sizeof(layout_cfgs[0])))
+#define NR_LAYOUT_CFGS ((int)ARRAY_SIZE(layout_cfgs))
 
 START_TEST(test_reject_foreign)
 {
@@ -1720,7 +1720,7 @@ static const RegVector reg_vectors[] = {
     EV(R_K7, SLOT_GCTRL, BIT(4), -EINVAL),
     EV(R_K7, SLOT_DEBUGCTL, 1, -EINVAL),
 };
-#define NR_REG_VECTORS ((int)(sizeof(reg_vectors) / sizeof(reg_vectors[0])))
+#define NR_REG_VECTORS ((int)ARRAY_SIZE(reg_vectors))
 
 static void reg_vector_run(const RegVector *v, unsigned slot, uint64_t val,
                            int want)

@@ -18,6 +18,8 @@
 
 #define SRC_LINE .line = __LINE__
 
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 /* One MSR access and what the hardware answers. */
 typedef struct MsrVector {
     int line;
@@ -93,6 +95,17 @@ static inline void run_msr_vectors(VpmuPmu *pmu, const MsrVector *v, size_t n)
                           v[i].line, v[i].msr, got, v[i].val);
         }
     }
+}
+
+/* Is @msr in one of the @n spans vpmu_pmu_msr_spans() gave? */
+static inline bool in_spans(const VpmuMsrSpan *s, size_t n, uint32_t msr)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (msr >= s[i].base && msr - s[i].base < s[i].count) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Every suite's main(): run, print Check's summary, exit 0 only if green. */
