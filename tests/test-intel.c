@@ -1756,6 +1756,31 @@ END_TEST
 
 /* ========================================================================= */
 
+/*
+ * A v2 PMU without fixed (or any) counters still has FIXED_CTR_CTRL and
+ * GLOBAL_CTRL: writing 0 (no reserved bit) is accepted, any bit is #GP.
+ */
+START_TEST(test_no_counters_zero_writes)
+{
+    static const MsrVector v[] = {
+        { SRC_LINE, 0x38d, true, 0, 0, 0, true },
+        { SRC_LINE, 0x38d, true, 1, -EINVAL },
+        { SRC_LINE, 0x38f, true, 0, 0, 0, true },
+        { SRC_LINE, 0x38f, true, 1ull << 32, -EINVAL },
+    };
+    VpmuConfig cfg;
+    TestPmu t;
+
+    intel_cfg(&cfg, 2);
+    cfg.nr_gp = 0;
+    cfg.nr_fixed = 0;
+    cfg.fixed_width = 0;
+    test_pmu_init(&t, &cfg);
+    run_msr_vectors(t.pmu, v, ARRAY_SIZE(v));
+    test_pmu_fini(&t);
+}
+END_TEST
+
 static Suite *intel_suite(void)
 {
     Suite *s = suite_create("intel");
@@ -1803,6 +1828,7 @@ static Suite *intel_suite(void)
     tcase_add_test(tc, test_counter_info_decode);
     tcase_add_test(tc, test_stats);
     tcase_add_test(tc, test_stats_enoent);
+    tcase_add_test(tc, test_no_counters_zero_writes);
     suite_add_tcase(s, tc);
 
     return s;

@@ -317,12 +317,17 @@ static uint64_t intel_writable(const VpmuPmu *pmu, VpmuMsrKind kind)
     }
 }
 
+static bool intel_read_only(VpmuMsrKind kind)
+{
+    return kind == VPMU_MSR_GLOBAL_STATUS || kind == VPMU_MSR_GLOBAL_INUSE ||
+           kind == VPMU_MSR_PERF_CAPABILITIES;
+}
+
 static int intel_wrmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
                        uint64_t val)
 {
-    uint64_t writable = intel_writable(pmu, kind);
-
-    if (!writable || (val & ~writable)) {
+    /* A zero mask is not read-only: FIXED_CTR_CTRL without counters takes 0. */
+    if (intel_read_only(kind) || (val & ~intel_writable(pmu, kind))) {
         return -EINVAL;
     }
     switch (kind) {
