@@ -1,0 +1,99 @@
+/*
+ * Entry of the bare-metal PMU test payloads: multiboot v1 header, our own
+ * flat GDT, a stack, and 256 interrupt stubs that funnel into trap() in C.
+ *
+ * QEMU's multiboot loader (-kernel) enters _start in 32-bit protected mode,
+ * paging off, interrupts off, EAX = 0x2BADB002 and EBX = the multiboot
+ * information structure.  Its GDT lives in option-ROM memory we do not
+ * own, so we load ours before touching segment registers.
+ */
+
+#define MB_MAGIC    0x1BADB002
+#define MB_FLAGS    0x00000000      /* ELF image: no a.out kludge, no memory map */
+
+#define KERNEL_CS   0x08
+#define KERNEL_DS   0x10
+
+    .section .multiboot, "a"
+    .balign 4
+    .long MB_MAGIC
+    .long MB_FLAGS
+    .long -(MB_MAGIC + MB_FLAGS)
+
+    .text
+    .globl _start
+_start:
+    cli
+    lgdt gdt_desc
+    ljmp $KERNEL_CS, $1f
+1:  mov $KERNEL_DS, %ecx
+    mov %ecx, %ds
+    mov %ecx, %es
+    mov %ecx, %fs
+    mov %ecx, %gs
+    mov %ecx, %ss
+    mov $stack_top, %esp
+    cld
+    push %ebx                   /* multiboot info */
+    push %eax                   /* multiboot magic */
+    call kmain
+    /* kmain exits through isa-debug-exit; if that device is missing, stop. */
+2:  cli
+    hlt
+    jmp 2b
+
+/*
+ * One 16-byte stub per vector, so the IDT entry of vector n is
+ * trap_stubs + 16 * n (runtime.c computes it).  Vectors whose exception
+ * pushes an error code (8, 10-14, 17, 21, 29, 30) do not push the dummy
+ * 0, so every frame has the same layout (struct trap_frame in runtime.h).
+ * The largest stub, pushl $0 (2) + pushl $imm32 (5) + jmp rel32 (5),
+ * fits in 16 bytes.
+ */
+    .balign 16
+    .globl trap_stubs
+trap_stubs:
+    .set vec, 0
+    .rept 256
+    .balign 16
+    .if (vec == 8) || ((vec >= 10) && (vec <= 14)) || (vec == 17) || (vec == 21) || (vec == 29) || (vec == 30)
+    .else
+    pushl $0
+    .endif
+    pushl $vec
+    jmp trap_common
+    .set vec, vec + 1
+    .endr
+
+/*
+ * Save the general registers, call trap(frame), restore, drop vector and
+ * error code, IRET.  trap() may rewrite frame->eip to resume after a
+ * faulting instruction.  IRET also ends NMI blocking after the NMI
+ * handler, so the next PMI in NMI mode can be delivered.
+ */
+trap_common:
+    pusha
+    cld
+    push %esp
+    call trap
+    add $4, %esp
+    popa
+    add $8, %esp
+    iret
+
+    .section .rodata
+    .balign 8
+gdt:
+    .quad 0                     /* null */
+    .quad 0x00CF9A000000FFFF    /* 0x08: code, base 0, limit 4 GiB, DPL 0 */
+    .quad 0x00CF92000000FFFF    /* 0x10: data, base 0, limit 4 GiB, DPL 0 */
+gdt_end:
+gdt_desc:
+    .word gdt_end - gdt - 1
+    .long gdt
+
+    .section .bss
+    .balign 16
+stack:
+    .skip 16384
+stack_top:

@@ -1,0 +1,572 @@
+/*
+ * Runtime of the bare-metal PMU payloads: see runtime.h.
+ *
+ * Everything is polled and single-threaded: the only interrupts are the
+ * PMIs the tests provoke (NMI or VEC_PMI), the self-test's IPIs on the
+ * same two paths, and APIC spurious interrupts; the 8259 PICs are masked
+ * so the PIT cannot fire into exception vectors.
+ */
+#include "runtime.h"
+
+#define COM1            0x3F8
+#define DEBUG_EXIT_PORT 0xF4
+
+#define MB_BOOT_MAGIC   0x2BADB002u
+#define MB_INFO_CMDLINE (1u << 2)
+
+#define MSR_APIC_BASE   0x1B
+#define APIC_BASE_EN    (1ull << 11)
+
+volatile uint32_t pmi_nmis;
+volatile uint32_t pmi_fixed;
+volatile uint32_t fault_vector;
+
+static unsigned tap_count, tap_failed;
+static char cmdline[256];
+
+struct extable_entry {
+    uint32_t insn, resume;
+};
+extern const struct extable_entry __extable_start[], __extable_end[];
+extern const uint8_t trap_stubs[];
+
+/* ---- libc bits ---------------------------------------------------------- */
+
+void *memset(void *s, int c, size_t n)
+{
+    uint8_t *p = s;
+
+    while (n--) {
+        *p++ = (uint8_t)c;
+    }
+    return s;
+}
+
+void *memcpy(void *d, const void *s, size_t n)
+{
+    uint8_t *dp = d;
+    const uint8_t *sp = s;
+
+    while (n--) {
+        *dp++ = *sp++;
+    }
+    return d;
+}
+
+/* ---- serial output ------------------------------------------------------ */
+
+void serial_init(void)
+{
+    outb(COM1 + 1, 0x00);       /* no interrupts: we poll */
+    outb(COM1 + 3, 0x80);       /* DLAB */
+    outb(COM1 + 0, 0x01);       /* 115200 baud */
+    outb(COM1 + 1, 0x00);
+    outb(COM1 + 3, 0x03);       /* 8N1 */
+    outb(COM1 + 2, 0xC7);       /* FIFO on, cleared */
+}
+
+static void putch(char c)
+{
+    while (!(inb(COM1 + 5) & 0x20)) {   /* LSR.THRE */
+    }
+    outb(COM1, (uint8_t)c);
+}
+
+void putstr(const char *s)
+{
+    while (*s) {
+        putch(*s++);
+    }
+}
+
+/*
+ * Digits of v in base 10 or 16, least significant first.  Base 10 uses
+ * repeated subtraction: a 64-bit division would need libgcc's __udivdi3,
+ * which a multilib-less gcc -m32 does not have.
+ */
+static int u64_digits(uint64_t v, unsigned base, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    int n = 0;
+
+    if (base == 16) {
+        do {
+            out[n++] = hex[v & 0xF];
+            v >>= 4;
+        } while (v);
+        return n;
+    }
+    bool started = false;
+    char tmp[20];
+    int t = 0;
+    for (int i = 19; i >= 0; i--) {
+        uint64_t pow = 1;
+        for (int j = 0; j < i; j++) {
+            pow *= 10;          /* 10^i by multiplication: no division */
+        }
+        char d = '0';
+        while (v >= pow) {
+            v -= pow;
+            d++;
+        }
+        if (d != '0' || started || i == 0) {
+            tmp[t++] = d;
+            started = true;
+        }
+    }
+    while (t) {
+        out[n++] = tmp[--t];
+    }
+    return n;
+}
+
+static void put_number(uint64_t v, unsigned base, bool neg, int width,
+                       char pad)
+{
+    char buf[24];
+    int n = u64_digits(v, base, buf);
+
+    width -= n + (neg ? 1 : 0);
+    if (neg && pad == '0') {
+        putch('-');
+    }
+    while (width-- > 0) {
+        putch(pad);
+    }
+    if (neg && pad != '0') {
+        putch('-');
+    }
+    while (n) {
+        putch(buf[--n]);
+    }
+}
+
+int vprintf_lite(const char *fmt, va_list ap)
+{
+    for (; *fmt; fmt++) {
+        if (*fmt != '%') {
+            putch(*fmt);
+            continue;
+        }
+        char pad = ' ';
+        int width = 0, longs = 0;
+        if (*++fmt == '0') {
+            pad = '0';
+            fmt++;
+        }
+        while (*fmt >= '0' && *fmt <= '9') {
+            width = width * 10 + (*fmt++ - '0');
+        }
+        while (*fmt == 'l') {
+            longs++;
+            fmt++;
+        }
+        uint64_t v = 0;
+        int64_t sv = 0;
+        switch (*fmt) {
+        case 'd':
+            sv = longs >= 2 ? va_arg(ap, int64_t) : va_arg(ap, int32_t);
+            put_number(sv < 0 ? -(uint64_t)sv : (uint64_t)sv, 10, sv < 0,
+                       width, pad);
+            break;
+        case 'u':
+        case 'x':
+            v = longs >= 2 ? va_arg(ap, uint64_t) : va_arg(ap, uint32_t);
+            put_number(v, *fmt == 'x' ? 16 : 10, false, width, pad);
+            break;
+        case 's':
+            putstr(va_arg(ap, const char *));
+            break;
+        case 'c':
+            putch((char)va_arg(ap, int));
+            break;
+        default:
+            putch(*fmt);
+            break;
+        }
+    }
+    return 0;
+}
+
+int printf_lite(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vprintf_lite(fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+void qemu_exit(uint32_t code)
+{
+    asm volatile("outl %0, %1" : : "a"(code), "Nd"((uint16_t)DEBUG_EXIT_PORT));
+    /* No isa-debug-exit device: stop here rather than run off. */
+    for (;;) {
+        asm volatile("cli; hlt");
+    }
+}
+
+/* ---- traps -------------------------------------------------------------- */
+
+static void idt_set(uint64_t *idt, unsigned vec)
+{
+    uint32_t off = (uint32_t)(trap_stubs + 16 * vec);
+
+    /* 32-bit interrupt gate (type 0xE), present, DPL 0, selector 0x08 */
+    idt[vec] = (off & 0xFFFF) | (0x08u << 16) |
+               ((uint64_t)0x8E00 << 32) |
+               ((uint64_t)(off & 0xFFFF0000u) << 32);
+}
+
+void traps_init(void)
+{
+    static uint64_t idt[256] __attribute__((aligned(8)));
+    struct __attribute__((packed)) {
+        uint16_t limit;
+        uint32_t base;
+    } desc = { sizeof(idt) - 1, (uint32_t)idt };
+
+    for (unsigned v = 0; v < 256; v++) {
+        idt_set(idt, v);
+    }
+    asm volatile("lidt %0" : : "m"(desc));
+}
+
+/* Resume after a registered instruction; false if EIP is not one. */
+static bool extable_fixup(struct trap_frame *f)
+{
+    for (const struct extable_entry *e = __extable_start;
+         e < __extable_end; e++) {
+        if (e->insn == f->eip) {
+            fault_vector = f->vector;
+            f->eip = e->resume;
+            return true;
+        }
+    }
+    return false;
+}
+
+void trap(struct trap_frame *f)
+{
+    switch (f->vector) {
+    case VEC_NMI:
+        pmi_nmis++;             /* NMI-mode LVTPC: no EOI */
+        return;
+    case VEC_PMI:
+        pmi_fixed++;
+        apic_write(APIC_EOI, 0);
+        return;
+    case VEC_SPURIOUS:
+        return;                 /* spurious: no EOI by definition */
+    }
+    if (f->vector < 32 && extable_fixup(f)) {
+        return;
+    }
+    printf_lite("Bail out! unexpected vector %u (error 0x%x) at EIP 0x%08x"
+                " (EAX 0x%x ECX 0x%x EDX 0x%x)\n", f->vector, f->error,
+                f->eip, f->eax, f->ecx, f->edx);
+    qemu_exit(2);
+}
+
+/* ---- CPU access --------------------------------------------------------- */
+
+void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+    asm volatile("cpuid"
+                 : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+                 : "a"(leaf), "c"(sub));
+}
+
+int rdmsr_safe(uint32_t msr, uint64_t *val)
+{
+    uint32_t lo = 0, hi = 0;
+
+    fault_vector = 0;
+    asm volatile("1: rdmsr\n2:\n" EXTABLE("1b", "2b")
+                 : "+a"(lo), "+d"(hi) : "c"(msr) : "memory");
+    *val = (uint64_t)hi << 32 | lo;
+    return (int)fault_vector;
+}
+
+int wrmsr_safe(uint32_t msr, uint64_t val)
+{
+    fault_vector = 0;
+    asm volatile("1: wrmsr\n2:\n" EXTABLE("1b", "2b")
+                 : : "a"((uint32_t)val), "d"((uint32_t)(val >> 32)), "c"(msr)
+                 : "memory");
+    return (int)fault_vector;
+}
+
+int rdpmc_safe(uint32_t ecx, uint64_t *val)
+{
+    uint32_t lo = 0, hi = 0;
+
+    fault_vector = 0;
+    asm volatile("1: rdpmc\n2:\n" EXTABLE("1b", "2b")
+                 : "+a"(lo), "+d"(hi) : "c"(ecx) : "memory");
+    *val = (uint64_t)hi << 32 | lo;
+    return (int)fault_vector;
+}
+
+/* Unchecked forms: a fault here is a bug in the payload, so it bails out. */
+uint64_t rdmsr(uint32_t msr)
+{
+    uint32_t lo, hi;
+
+    asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr) : "memory");
+    return (uint64_t)hi << 32 | lo;
+}
+
+void wrmsr(uint32_t msr, uint64_t val)
+{
+    asm volatile("wrmsr"
+                 : : "a"((uint32_t)val), "d"((uint32_t)(val >> 32)), "c"(msr)
+                 : "memory");
+}
+
+/* The counted block: see the derivation of its counts in runtime.h. */
+int measure_block(uint32_t msr_on, uint64_t val_on, uint32_t msr_off)
+{
+    uint32_t a = (uint32_t)val_on, d = (uint32_t)(val_on >> 32), c = msr_on;
+
+    fault_vector = 0;
+    /*
+     * The instruction count of this block is derived in runtime.h;
+     * keep the two in step.  The EXTABLE entries turn a #GP of either
+     * WRMSR into a skipped instruction (and a wrong count) rather than a
+     * bail-out, so the remaining checks still run.
+     */
+    asm volatile("10: wrmsr\n"
+                 "11: mov %[n], %%ecx\n"
+                 "1: dec %%ecx\n"
+                 "jnz 1b\n"
+                 "mov %[off], %%ecx\n"
+                 "xor %%eax, %%eax\n"
+                 "xor %%edx, %%edx\n"
+                 "12: wrmsr\n"
+                 "13:\n"
+                 EXTABLE("10b", "11b")
+                 EXTABLE("12b", "13b")
+                 : "+a"(a), "+d"(d), "+c"(c)
+                 : [n] "i"(LOOP_N), [off] "D"(msr_off)
+                 : "memory", "cc");
+    return (int)fault_vector;
+}
+
+/* ---- local APIC --------------------------------------------------------- */
+
+uint32_t apic_read(uint32_t off)
+{
+    return *(volatile uint32_t *)(APIC_BASE + off);
+}
+
+void apic_write(uint32_t off, uint32_t val)
+{
+    *(volatile uint32_t *)(APIC_BASE + off) = val;
+}
+
+void apic_init(void)
+{
+    uint64_t base = rdmsr(MSR_APIC_BASE);
+
+    /* SeaBIOS leaves the APIC globally enabled; make sure, at 0xFEE00000. */
+    if (!(base & APIC_BASE_EN) || (base & 0xFFFFF000u) != APIC_BASE) {
+        wrmsr(MSR_APIC_BASE, APIC_BASE | APIC_BASE_EN | (base & 0x100));
+    }
+    apic_write(APIC_SVR, APIC_SVR_ENABLE | VEC_SPURIOUS);
+    apic_write(APIC_TPR, 0);    /* accept every fixed vector */
+    apic_write(APIC_LVTPC, APIC_LVT_MASKED | VEC_PMI);
+}
+
+void pmi_reset(void)
+{
+    pmi_nmis = 0;
+    pmi_fixed = 0;
+}
+
+/*
+ * Give a pending PMI time to arrive before the counts are looked at: a
+ * front end may deliver at the end of a translation block, or from
+ * another thread.  Each PAUSE + branch ends a TB under TCG.
+ */
+void pmi_settle(void)
+{
+    for (volatile unsigned i = 0; i < 20000; i++) {
+        asm volatile("pause");
+    }
+}
+
+/* ---- runtime self-test ---------------------------------------------- */
+
+#define APIC_ID         0x020
+#define APIC_ICR_LO     0x300
+#define APIC_ICR_HI     0x310
+#define ICR_SELF        (1u << 18)  /* destination shorthand 01b */
+
+/* Recoverable #UD and #GP, and both PMI paths driven by an IPI to self:
+ * proves the harness before any PMU check depends on it. */
+static void runtime_selftest(void)
+{
+    uint32_t sel = 0x18;        /* one past the GDT limit: #GP(0x18) */
+
+    fault_vector = 0;
+    asm volatile("1: ud2\n2:\n" EXTABLE("1b", "2b") ::: "memory");
+    tap_check(fault_vector == VEC_UD, "runtime: #UD recovered (%s)",
+              fault_vector == VEC_UD ? "UD2" : "no fault");
+    fault_vector = 0;
+    asm volatile("1: mov %0, %%ds\n2:\n" EXTABLE("1b", "2b")
+                 : : "r"(sel) : "memory");
+    tap_check(fault_vector == VEC_GP, "runtime: #GP recovered (bad selector)");
+
+    pmi_reset();
+    apic_write(APIC_ICR_HI, 0);
+    apic_write(APIC_ICR_LO, ICR_SELF | VEC_PMI);
+    pmi_settle();
+    tap_check(pmi_fixed == 1 && pmi_nmis == 0,
+              "runtime: self-IPI to vector 0x%x taken once (%u)", VEC_PMI,
+              pmi_fixed);
+    apic_write(APIC_ICR_HI, apic_read(APIC_ID) & 0xFF000000u);
+    apic_write(APIC_ICR_LO, APIC_LVT_NMI);  /* NMI, physical, to own ID */
+    pmi_settle();
+    tap_check(pmi_nmis == 1, "runtime: NMI IPI to self taken once (%u)",
+              pmi_nmis);
+    pmi_reset();
+}
+
+/* ---- multiboot command line --------------------------------------------- */
+
+void cmdline_init(uint32_t magic, uint32_t mbi)
+{
+    const uint32_t *info = (const uint32_t *)mbi;
+
+    if (magic != MB_BOOT_MAGIC || !(info[0] & MB_INFO_CMDLINE)) {
+        return;
+    }
+    const char *s = (const char *)info[4];
+    size_t n = 0;
+    while (s[n] && n < sizeof(cmdline) - 1) {
+        cmdline[n] = s[n];
+        n++;
+    }
+    cmdline[n] = 0;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    unsigned base = 10;
+
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s += 2;
+    }
+    if (!*s || *s == ' ') {
+        return false;
+    }
+    for (; *s && *s != ' '; s++) {
+        unsigned d;
+        if (*s >= '0' && *s <= '9') {
+            d = *s - '0';
+        } else if (base == 16 && (*s | 0x20) >= 'a' && (*s | 0x20) <= 'f') {
+            d = (*s | 0x20) - 'a' + 10;
+        } else {
+            return false;
+        }
+        v = base == 16 ? v << 4 | d : v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* "key=value" among space-separated words; QEMU puts the kernel path first. */
+uint64_t cmdline_u64(const char *key, uint64_t dflt)
+{
+    for (const char *w = cmdline; *w; ) {
+        const char *k = key, *p = w;
+        while (*k && *p == *k) {
+            k++;
+            p++;
+        }
+        uint64_t v;
+        if (!*k && *p == '=' && parse_u64(p + 1, &v)) {
+            return v;
+        }
+        while (*w && *w != ' ') {
+            w++;
+        }
+        while (*w == ' ') {
+            w++;
+        }
+    }
+    return dflt;
+}
+
+/* ---- TAP ---------------------------------------------------------------- */
+
+bool tap_check(bool ok, const char *fmt, ...)
+{
+    va_list ap;
+
+    tap_count++;
+    if (!ok) {
+        tap_failed++;
+    }
+    printf_lite("%s %u - ", ok ? "ok" : "not ok", tap_count);
+    va_start(ap, fmt);
+    vprintf_lite(fmt, ap);
+    va_end(ap);
+    putstr("\n");
+    return ok;
+}
+
+void tap_skip(const char *why, const char *fmt, ...)
+{
+    va_list ap;
+
+    tap_count++;
+    printf_lite("ok %u - ", tap_count);
+    va_start(ap, fmt);
+    vprintf_lite(fmt, ap);
+    va_end(ap);
+    printf_lite(" # SKIP %s\n", why);
+}
+
+void tap_diag(const char *fmt, ...)
+{
+    va_list ap;
+
+    putstr("# ");
+    va_start(ap, fmt);
+    vprintf_lite(fmt, ap);
+    va_end(ap);
+    putstr("\n");
+}
+
+/* The plan goes last (allowed by TAP): the check count depends on CPUID. */
+void tap_done(void)
+{
+    printf_lite("1..%u\n", tap_count);
+    tap_diag("%u of %u checks failed", tap_failed, tap_count);
+    qemu_exit(tap_failed ? 1 : 0);
+}
+
+/* ---- entry -------------------------------------------------------------- */
+
+void kmain(uint32_t magic, uint32_t mbi);
+
+void kmain(uint32_t magic, uint32_t mbi)
+{
+    serial_init();
+    cmdline_init(magic, mbi);
+    traps_init();
+    outb(0x21, 0xFF);           /* mask both 8259s: the PIT would */
+    outb(0xA1, 0xFF);           /* otherwise fire into vector 8 */
+    apic_init();
+    asm volatile("sti");        /* fixed-vector PMIs need IF = 1 */
+    putstr("TAP version 13\n");
+    tap_diag("cmdline: %s", cmdline);
+    runtime_selftest();
+    payload_main();
+    tap_done();
+}
