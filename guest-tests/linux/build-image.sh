@@ -1,0 +1,263 @@
+#!/bin/bash
+# Build the Linux guest image for the vpmu guest tests, from Debian packages
+# only:
+#
+#   OUT/vmlinuz             the stock bookworm kernel (linux-image-6.1.0-N-amd64)
+#   OUT/vmlinux             the same, decompressed (boots faster, via PVH)
+#   OUT/initramfs.cpio.gz   busybox-static, perf (linux-perf) with its shared
+#                           libraries, the workloads, the tests and /init
+#
+# Usage: build-image.sh [OUT]     (OUT defaults to build/guest in the repository)
+#
+# Downloads are cached in ${VPMU_CACHE:-$HOME/.cache/vpmu}/debs; a second run
+# downloads nothing.  Overrides: VPMU_PERF_VERSION (the linux-perf version;
+# default: apt's candidate) and VPMU_KERNEL_PKG (default: the
+# linux-image-6.1.0-N-amd64 built from the same source version as linux-perf).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=${1:-$here/../../build/guest}
+cache=${VPMU_CACHE:-$HOME/.cache/vpmu}/debs
+arch=x86_64-linux-gnu
+
+log() { printf 'build-image: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+for tool in apt-get apt-cache dpkg-deb cpio gzip gcc; do
+    command -v "$tool" >/dev/null || die "$tool is missing (apt-get install $tool)"
+done
+
+mkdir -p "$out" "$cache"
+out=$(cd "$out" && pwd)
+work=$out/work
+rm -rf "$work"
+mkdir -p "$work/stage" "$work/root"
+stage=$work/stage   # every extracted package
+root=$work/root     # the initramfs tree
+
+candidate() {
+    apt-cache policy "$1" | awk '/Candidate:/ { print $2 }'
+}
+
+# cached NAME: the newest NAME_*.deb in the cache, unless VPMU_REFRESH=1.
+cached() {
+    [[ ${VPMU_REFRESH:-0} == 1 ]] && return 0
+    compgen -G "$cache/${1}_*.deb" | sort -V | tail -n1 || true
+}
+
+# The library packages (lib*, zlib1g) a .deb depends on directly.
+lib_depends() {
+    dpkg-deb -f "$1" Pre-Depends Depends | sed 's/^[^:]*: //' | tr ',' '\n' |
+        sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -E '^(lib|zlib)' || true
+}
+
+# As root, apt downloads as _apt, which cannot write to a cache in $HOME.
+apt_dl=(apt-get download -q)
+[[ $(id -u) != 0 ]] || apt_dl+=(-o APT::Sandbox::User=root)
+# fetch NAME [VERSION]: print the path of NAME_VERSION_amd64.deb in the cache,
+# downloading it first if it is not there.
+fetch() {
+    local name=$1 ver=${2:-} deb
+    if [[ -z $ver ]]; then
+        deb=$(cached "$name")
+        [[ -n $deb ]] && { printf '%s\n' "$deb"; return 0; }
+        ver=$(candidate "$name")
+    fi
+    [[ -n $ver && $ver != "(none)" ]] || die "no installable version of $name"
+    deb=$cache/${name}_${ver//:/%3a}_amd64.deb
+    [[ -f $deb ]] || deb=$cache/${name}_${ver//:/%3a}_all.deb
+    if [[ ! -f $deb ]]; then
+        log "downloading $name $ver"
+        if ! (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2); then
+            [[ ! -e $work/apt-updated ]] || die "cannot download $name=$ver"
+            log "download failed; running apt-get update once"
+            touch "$work/apt-updated"
+            apt-get update -q >&2 || die "apt-get update failed"
+            (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2) ||
+                die "cannot download $name=$ver"
+        fi
+        deb=$(compgen -G "$cache/${name}_${ver//:/%3a}_*.deb" | head -n1) ||
+            die "apt-get download left no .deb for $name"
+    fi
+    printf '%s\n' "$deb"
+}
+
+declare -A staged=()
+stage_pkg() {   # stage_pkg NAME [VERSION]
+    local deb
+    [[ -n ${staged[$1]:-} ]] && return 0
+    deb=$(fetch "$@")
+    dpkg-deb -x "$deb" "$stage"
+    staged[$1]=$deb
+}
+
+# --- kernel and perf: the same source version ----------------------------
+# Without VPMU_PERF_VERSION, a cached linux-perf and kernel pair wins over
+# asking apt (apt-cache takes seconds per query); VPMU_REFRESH=1 asks apt.
+perf_ver=${VPMU_PERF_VERSION:-}
+deb=$(cached linux-perf)
+if [[ -z $perf_ver && -n $deb ]]; then
+    perf_ver=$(dpkg-deb -f "$deb" Version)
+fi
+[[ -n $perf_ver ]] || perf_ver=$(candidate linux-perf)
+[[ -n $perf_ver && $perf_ver != "(none)" ]] || die "linux-perf is not in the apt lists"
+kpkg=${VPMU_KERNEL_PKG:-}
+if [[ -z $kpkg && ${VPMU_REFRESH:-0} != 1 ]]; then
+    deb=$(compgen -G "$cache/linux-image-6.1.0-*-amd64_${perf_ver//:/%3a}_amd64.deb" |
+          head -n1 || true)
+    [[ -z $deb ]] || kpkg=$(dpkg-deb -f "$deb" Package)
+fi
+if [[ -z $kpkg ]]; then
+    kpkg=$(apt-cache show --no-all-versions "linux-image-amd64=$perf_ver" 2>/dev/null |
+           grep -o 'linux-image-6\.1\.0-[0-9]*-amd64' | head -n1 || true)
+fi
+if [[ -z $kpkg ]]; then
+    # No metapackage at that version: look for the ABI package itself.
+    for p in $(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' |
+               awk '{ print $1 }' | sort -rV); do
+        if apt-cache show "$p=$perf_ver" >/dev/null 2>&1; then kpkg=$p; break; fi
+    done
+fi
+[[ -n $kpkg ]] || die "no linux-image-6.1.0-*-amd64 at version $perf_ver (set VPMU_KERNEL_PKG)"
+log "kernel $kpkg, linux-perf $perf_ver"
+
+# Unpacking the kernel package takes a while (the modules); keep the
+# vmlinuz next to the .deb.
+kdeb=$(fetch "$kpkg" "$perf_ver")
+kcache=${kdeb%.deb}.vmlinuz
+if [[ ! -f $kcache ]]; then
+    mkdir -p "$work/kernel"
+    dpkg-deb --fsys-tarfile "$kdeb" |
+        tar -x -C "$work/kernel" --wildcards './boot/vmlinuz-*'
+    cp "$(compgen -G "$work/kernel/boot/vmlinuz-*" | head -n1)" "$kcache"
+fi
+cp "$kcache" "$out/vmlinuz"
+# vmlinux: the same kernel, decompressed from the bzImage's xz payload.
+# QEMU boots it through its PVH entry, which skips the kernel decompression
+# that takes several seconds under TCG (run-guest.sh: KERNEL=vmlinux).
+vcache=${kdeb%.deb}.vmlinux
+if [[ ! -f $vcache ]] && command -v xz >/dev/null; then
+    off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$kcache" | head -n1 | cut -d: -f1)
+    if [[ -n $off ]]; then
+        # xz stops at the end of the stream and complains about the rest.
+        tail -c +"$((off + 1))" "$kcache" | xz -dc >"$vcache.tmp" 2>/dev/null || true
+        if head -c4 "$vcache.tmp" | grep -q ELF; then
+            mv "$vcache.tmp" "$vcache"
+        fi
+        rm -f "$vcache.tmp"
+    fi
+fi
+rm -f "$out/vmlinux"
+if [[ -f $vcache ]]; then
+    ln "$vcache" "$out/vmlinux" 2>/dev/null || cp "$vcache" "$out/vmlinux"
+else
+    log "no vmlinux (needs xz and an xz-compressed vmlinuz); vmlinuz only"
+fi
+
+stage_pkg linux-perf "$perf_ver"
+# Current bookworm (6.1.192) ships the real binary as /usr/bin/perf; older
+# packages had a wrapper there that runs perf_<major.minor>.
+perf_bin=$stage/usr/bin/perf_6.1
+[[ -f $perf_bin ]] || perf_bin=$stage/usr/bin/perf
+head -c4 "$perf_bin" | grep -q ELF || die "no perf ELF binary in linux-perf"
+
+stage_pkg busybox-static
+
+# --- perf's shared libraries ---------------------------------------------
+# List perf's libraries with the staged dynamic loader against the staged
+# tree only.  Seed with libc6 and linux-perf's library Depends; for a soname
+# still missing, ask the host's dpkg database which package ships it, or else
+# (a host without it) add the next level of library Depends, and try again.
+stage_pkg libc6
+for p in $(lib_depends "${staged[linux-perf]}"); do stage_pkg "$p"; done
+ldso=$stage/lib/$arch/ld-linux-x86-64.so.2
+libpath=$stage/lib/$arch:$stage/usr/lib/$arch
+list_libs() { "$ldso" --library-path "$libpath" --list "$perf_bin"; }
+rounds=0
+while :; do
+    # Not found, or found outside the staged tree (the loader falls back to
+    # the host's default directories).
+    missing=$(list_libs | awk -v st="$stage/" '$1 !~ /^\// && $2 == "=>" &&
+        ($3 == "not" || index($3, st) != 1) { print $1 }')
+    [[ -z $missing ]] && break
+    ((++rounds <= 8)) || die "unresolved: $missing"
+    progress=0
+    for so in $missing; do
+        pkg=$(dpkg -S "/lib/$arch/$so" "/usr/lib/$arch/$so" 2>/dev/null |
+              grep -v '^diversion' | head -n1 | cut -d: -f1 || true)
+        if [[ -n $pkg && -z ${staged[$pkg]:-} ]]; then
+            log "$so: package $pkg (from the host's dpkg database)"
+            stage_pkg "$pkg"; progress=1
+        fi
+    done
+    if ((!progress)); then
+        for p in "${!staged[@]}"; do
+            for d in $(lib_depends "${staged[$p]}"); do
+                [[ -n ${staged[$d]:-} ]] || { stage_pkg "$d"; progress=1; }
+            done
+        done
+    fi
+    ((progress)) || die "cannot find a package for: $missing"
+done
+
+# --- the initramfs tree ----------------------------------------------------
+mkdir -p "$root"/{bin,dev,etc,proc,sys,tmp,root,usr/bin,lib/$arch,lib64,vpmu/bin,vpmu/tests}
+ln -s bin "$root/sbin"
+ln -s ../bin "$root/usr/sbin"
+chmod 1777 "$root/tmp"
+
+cp "$stage/bin/busybox" "$root/bin/busybox"
+for applet in $("$stage/bin/busybox" --list); do
+    [[ -e $root/bin/$applet ]] || ln -s busybox "$root/bin/$applet"
+done
+
+cp "$perf_bin" "$root/usr/bin/perf"
+list_libs | awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
+while read -r so path; do
+    cp -L "$path" "$root/lib/$arch/$so"
+done
+cp -L "$ldso" "$root/lib/$arch/ld-linux-x86-64.so.2"
+ln -s ../lib/$arch/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
+echo "/lib/$arch" >"$root/etc/ld.so.conf"
+if command -v ldconfig >/dev/null || [[ -x /sbin/ldconfig ]]; then
+    PATH=$PATH:/sbin ldconfig -r "$root" 2>/dev/null || log "warning: ldconfig -r failed"
+fi
+
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
+printf 'root:x:0:\n' >"$root/etc/group"
+
+# Workloads: static, -nostdlib, assembled with the host toolchain.
+wl=$here/workloads
+build_wl() {   # build_wl SRC NAME N
+    gcc -nostdlib -static -no-pie -Wl,--build-id=none -DN="$3" \
+        -o "$root/vpmu/bin/$2" "$wl/$1"
+}
+build_wl loop.S loop_1M 1000000
+build_wl loop.S loop_10M 10000000
+build_wl loop.S loop_100M 100000000
+build_wl hot.S hot 5000000
+
+install -m 0755 "$here/init" "$root/init"
+install -m 0644 "$here/tap-lib.sh" "$root/vpmu/tap-lib.sh"
+for t in "$here"/tests/*.sh; do
+    install -m 0755 "$t" "$root/vpmu/tests/"
+done
+
+# Sanity check on the host: the copied tree runs perf by itself.
+if [[ $(id -u) == 0 ]]; then
+    chroot "$root" /usr/bin/perf --version >/dev/null ||
+        die "perf does not run in the image tree (chroot test)"
+fi
+
+# Packages used, for the record.
+for deb in "${staged[@]}"; do
+    dpkg-deb -f "$deb" Package Version | sed 's/^[^:]*: //' | paste -sd' '
+done | sort >"$out/packages.txt"
+echo "$kpkg $perf_ver (vmlinuz only)" >>"$out/packages.txt"
+
+(cd "$root" && find . -print0 | LC_ALL=C sort -z |
+    cpio --null -o -H newc -R 0:0 --quiet) | gzip -n >"$out/initramfs.cpio.gz"
+
+log "wrote $out/vmlinuz ($(du -h "$out/vmlinuz" | cut -f1)), vmlinux," \
+    "$out/initramfs.cpio.gz ($(du -h "$out/initramfs.cpio.gz" | cut -f1)," \
+    "$(du -sh "$root" | cut -f1) unpacked)"

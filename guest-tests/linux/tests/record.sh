@@ -1,0 +1,64 @@
+#!/bin/sh
+# record: perf record with a fixed period gets one sample per period, and the
+# samples land in the function that retires the instructions.
+#
+#   hot (workloads/hot.S, N = 5000000): instructions:u = 2N + 6 and
+#   branches:u = N + 3, exactly (perf stat).
+#   perf record -e instructions:u -c P: the number of samples is within 1 of
+#   floor((2N + 6) / P); no throttling or lost records; perf report --stdio
+#   puts >= 99% of the samples in hot_loop.  The same for branches:u.
+# shellcheck source=SCRIPTDIR/../tap-lib.sh
+. /vpmu/tap-lib.sh
+plan 10
+
+N=5000000
+I=$((2 * N + 6))
+B=$((N + 3))
+PI=10007     # about 1000 samples
+PB=5003
+
+pstat s.csv instructions:u,branches:u "$BIN/hot"
+i=$(count s.csv instructions:u)
+b=$(count s.csv branches:u)
+diag "hot: instructions:u=$i (2N+6=$I) branches:u=$b (N+3=$B)"
+check "hot instructions:u = 2N+6" eq "$i" $I
+check "hot branches:u = N+3" eq "$b" $B
+
+# rec EVENT PERIOD EXPECTED: record hot, check the samples.
+rec() {
+    ev=$1 p=$2 expect=$(($3 / $2))
+    rm -f rec.data
+    if ! perf record -q -o rec.data -e "$ev" -c "$p" -- "$BIN/hot" >rec.log 2>&1 ||
+            [ ! -s rec.data ]; then
+        diag_file rec.log
+        fail "perf record -e $ev -c $p"
+        fail "$ev: samples = floor(count / period) +- 1"
+        fail "$ev: no throttled or lost samples"
+        fail "$ev: >= 99% of samples in hot_loop"
+        return
+    fi
+    pass "perf record -e $ev -c $p"
+
+    perf report -i rec.data -D 2>/dev/null >dump.txt
+    n=$(grep -c 'PERF_RECORD_SAMPLE' dump.txt)
+    thr=$(grep -c -E 'PERF_RECORD_(THROTTLE|LOST)' dump.txt)
+    per=$(sed -n 's/.*PERF_RECORD_SAMPLE.* period: \([0-9]*\).*/\1/p' dump.txt |
+        sort -u | tr '\n' ' ')
+    diag "$ev: $n samples, expected $expect (count / $p); periods seen: $per"
+    ok1=0
+    ge "$n" $((expect - 1)) && lt "$n" $((expect + 2)) && ok1=1
+    check "$ev: samples = floor(count / period) +- 1" [ $ok1 = 1 ]
+    diag "$ev: $thr THROTTLE/LOST records"
+    check "$ev: no throttled or lost samples" [ "$thr" = 0 ]
+
+    perf report -i rec.data --stdio --sort sym 2>/dev/null >rep.txt
+    grep -v '^#' rep.txt | grep . | head -n 5 | sed 's/^/# report: /'
+    pct=$(awk '!/^#/ && $NF == "hot_loop" { sub("%", "", $1); print $1 }' rep.txt)
+    check "$ev: >= 99% of samples in hot_loop (${pct:-0}%)" \
+        fge "$pct" 99
+}
+
+rec instructions:u $PI $I
+rec branches:u $PB $B
+
+finish

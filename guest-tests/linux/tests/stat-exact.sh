@@ -1,0 +1,67 @@
+#!/bin/sh
+# stat-exact: perf stat counts a hand-derived workload exactly, and the
+# cycle counters run at the TSC rate.
+#
+#   loop_1M, loop_10M, loop_100M (workloads/loop.S, N iterations):
+#     instructions:u = 2N + 4 and branches:u = N + 1, exactly; the same on
+#     repeated runs; instructions:k is non-zero.
+#   cycles, ref-cycles, task-clock on loop_100M: both cycle counts non-zero,
+#     cycles within 10% of ref-cycles (Intel only: AMD has no ref-cycles),
+#     and cycles / task-clock within 10% of the TSC frequency from dmesg.
+# shellcheck source=SCRIPTDIR/../tap-lib.sh
+. /vpmu/tap-lib.sh
+plan 12
+
+for m in 1 10 100; do
+    n=$((m * 1000000))
+    w=loop_${m}M
+    pstat s.csv instructions:u,branches:u "$BIN/$w"
+    i=$(count s.csv instructions:u)
+    b=$(count s.csv branches:u)
+    diag "$w: instructions:u=$i (2N+4=$((2 * n + 4)))" \
+         "branches:u=$b (N+1=$((n + 1)))"
+    is_int "$i" || diag_file s.csv
+    check "$w instructions:u = 2N+4" eq "$i" $((2 * n + 4))
+    if [ "$b" = $n ]; then
+        diag "branches:u = N: SYSCALL was not counted as a (far) branch"
+    fi
+    check "$w branches:u = N+1" eq "$b" $((n + 1))
+done
+
+same=1
+for r in 1 2 3; do
+    pstat s.csv instructions:u,branches:u "$BIN/loop_1M"
+    i=$(count s.csv instructions:u)
+    b=$(count s.csv branches:u)
+    diag "loop_1M run $r: instructions:u=$i branches:u=$b"
+    { eq "$i" 2000004 && eq "$b" 1000001; } || same=0
+done
+check "loop_1M: three more runs give the same exact counts" [ $same = 1 ]
+
+pstat s.csv instructions:k "$BIN/loop_1M"
+k=$(count s.csv instructions:k)
+diag "loop_1M: instructions:k=$k"
+check "instructions:k counts the kernel side (> 0)" \
+    ge "$k" 1
+
+pstat c.csv cycles,ref-cycles,task-clock "$BIN/loop_100M"
+cyc=$(count c.csv cycles)
+ref=$(count c.csv ref-cycles)
+ms=$(count c.csv task-clock)
+mhz=$(tsc_mhz)
+rate=$(awk -v c="$cyc" -v t="$ms" 'BEGIN { if (t > 0) printf "%.1f", c / (t * 1000) }')
+diag "loop_100M: cycles=$cyc ref-cycles=$ref task-clock=${ms}ms"
+diag "cycles/task-clock=${rate:-?} MHz, TSC (dmesg)=${mhz:-?} MHz"
+check "cycles > 0" ge "$cyc" 1
+if ! is_int "$ref" && [ "$(vendor)" = amd ]; then
+    skip "ref-cycles > 0" "AMD has no ref-cycles event ($ref)"
+    skip "cycles within 10% of ref-cycles" "AMD has no ref-cycles event"
+else
+    check "ref-cycles > 0" ge "$ref" 1
+    check "cycles within 10% of ref-cycles" \
+        near "$cyc" "$ref" 10
+fi
+check "cycles / task-clock within 10% of the TSC frequency" \
+    near "${rate:-0}" "${mhz:-0}" 10
+
+finish
