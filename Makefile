@@ -5,6 +5,7 @@
 #   make check   build and test three ways (plain, ASan+UBSan, valgrind)
 #   make demo    build and run the library-level demonstration
 #   make bench   build and run the MSR benchmark, if it exists
+#   make qemu    build QEMU 7.2 + qemu-patches/ with libvpmu (docs/qemu.md)
 #   make clean   remove build/, build-asan/ and the test logs
 #
 # make check RUNS="plain asan" runs a subset; V=1 shows every test's output.
@@ -14,12 +15,12 @@ RUNS ?=
 
 # Targets run in the order written (deps before build before run).
 .NOTPARALLEL:
-.PHONY: all help deps build check demo bench clean
+.PHONY: all help deps build check demo bench qemu clean
 
 all: build
 
 help:
-	@sed -n '3,10s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,11s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 deps:
 	@scripts/install-deps.sh
@@ -34,7 +35,9 @@ build:
 	fi
 	$(MESON) compile -C build
 
-check: deps
+# The guest run needs QEMU's build deps and firmware too.
+check:
+	@scripts/install-deps.sh qemu
 	@scripts/run-tests.sh $(RUNS)
 
 demo: deps build
@@ -55,6 +58,11 @@ bench: build
 	else \
 	    echo "no build/bench/bench-msr yet (bench/bench-msr.c is not written)"; \
 	fi
+
+# Debian's QEMU source, patched with qemu-patches/, built in ~/.cache/vpmu
+# (VPMU_CACHE) against libvpmu; the binary lands in build/qemu/.
+qemu:
+	@scripts/build-qemu.sh
 
 clean:
 	rm -rf build build-asan build-testlogs

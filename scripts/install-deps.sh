@@ -1,10 +1,39 @@
 #!/usr/bin/env bash
 # Install the Debian packages vpmu's build and tests need, if any is missing.
 # Cheap when everything is there: one dpkg query per package, no apt call.
+#
+# Usage: scripts/install-deps.sh          what make build/check/demo need
+#        scripts/install-deps.sh qemu     also what make qemu needs
+#                                         (scripts/build-qemu.sh)
 set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc check libsubunit-dev libglib2.0-dev
           valgrind)
+
+# QEMU 7.2's build deps (the x86_64-softmmu configuration in build-qemu.sh),
+# dpkg-dev for apt-get source, git for the source tree, and qemu-system-x86
+# for the firmware the self-built binary loads (-L /usr/share/qemu).
+QEMU_PACKAGES=(git dpkg-dev libglib2.0-dev libpixman-1-dev ninja-build meson
+               flex bison libfdt-dev zlib1g-dev python3-venv pkg-config
+               qemu-system-x86
+               # the guest tests: initramfs packing, QMP client
+               cpio gzip python3)
+
+case "${1:-}" in
+    "") ;;
+    qemu)
+        for p in "${QEMU_PACKAGES[@]}"; do
+            case " ${PACKAGES[*]} " in
+                *" $p "*) ;;
+                *) PACKAGES+=("$p") ;;
+            esac
+        done
+        ;;
+    *)
+        echo "usage: $0 [qemu]" >&2
+        exit 2
+        ;;
+esac
 
 if ! command -v dpkg >/dev/null 2>&1; then
     echo "deps: no dpkg here (not Debian?); install these yourself:" \

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Build vpmu and run its whole test suite three ways; print one summary line.
 #
-# Usage: scripts/run-tests.sh [plain] [asan] [valgrind]     (default: all)
+# Usage: scripts/run-tests.sh [plain] [asan] [valgrind] [guest]  (default: all)
 #
 #   plain     build/       default options; every registered meson test
 #   asan      build-asan/  -Db_sanitize=address,undefined; every test
 #   valgrind  build/       the Check suites (executables in build/tests/)
 #                          under valgrind memcheck, with CK_FORK=no
+#   guest     make qemu, the guest image and payloads, then the TAP suites
+#             of guest-tests/ (bare-metal payloads, Linux + perf, migration)
+#             booted under QEMU TCG with vpmu; each ok/not ok/SKIP line counts
 #
 # Tests are enumerated with `meson introspect --tests` and run directly,
 # with the command, environment, working directory and timeout meson
@@ -316,11 +319,81 @@ do_run() {
     total_skip=$((total_skip + run_skip))
 }
 
+# tap_count NAME LOGFILE STATUS: add a TAP suite's lines to the run's counts:
+# "ok" passes, "ok ... # SKIP" skips, "not ok" fails; a suite that failed
+# without a "not ok" line (crash, timeout, no TAP) counts one failure.
+tap_count() {
+    local name=$1 file=$2 status=$3 p f k
+    p=$(grep -cE '^ok ' "$file" | tr -d ' ') || true
+    k=$(grep -cE '^ok .*# SKIP' "$file" | tr -d ' ') || true
+    f=$(grep -cE '^not ok ' "$file" | tr -d ' ') || true
+    p=$((p - k))
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+    fi
+    run_pass=$((run_pass + p))
+    run_fail=$((run_fail + f))
+    run_skip=$((run_skip + k))
+    if [ "$f" -gt 0 ]; then
+        log "  FAIL  $name: $p passed, $f failed, $k skipped"
+        grep -E '^not ok ' "$file" | head -20 | indent
+        log "        (full log: $file)"
+    else
+        log "  PASS  $name: $p passed, $k skipped"
+    fi
+}
+
+# guest_suite NAME CMD...: run a guest test suite that prints TAP.
+guest_suite() {
+    local name=$1 file=$LOGROOT/guest/$1.tap status=0
+    shift
+    "$@" >"$file" 2>&1 || status=$?
+    if [ "$VERBOSE" = 1 ]; then
+        indent <"$file"
+    fi
+    tap_count "$name" "$file" "$status"
+}
+
+# The guest run: build QEMU with the patch series and the guest image,
+# then boot guests under TCG with vpmu as their PMU.
+do_guest_run() {
+    local qemu=$ROOT/build/qemu/qemu-system-x86_64
+    run_pass=0
+    run_fail=0
+    run_skip=0
+    mkdir -p "$LOGROOT/guest"
+    log "==> [guest] QEMU TCG guests with vpmu (make qemu; guest-tests/)"
+    if ! scripts/build-qemu.sh >"$LOGROOT/guest/build-qemu.log" 2>&1; then
+        log "  FAIL  make qemu (log: $LOGROOT/guest/build-qemu.log)"
+        show_tail "$LOGROOT/guest/build-qemu.log"
+        run_fail=1
+    elif ! guest-tests/linux/build-image.sh build/guest \
+            >"$LOGROOT/guest/build-image.log" 2>&1 ||
+         ! make -s -C guest-tests/baremetal O="$ROOT/build/baremetal" \
+            >"$LOGROOT/guest/build-baremetal.log" 2>&1; then
+        log "  FAIL  guest image or payloads (logs: $LOGROOT/guest/)"
+        run_fail=1
+    else
+        guest_suite baremetal guest-tests/baremetal/run.sh \
+            -O "$ROOT/build/baremetal" -q "$qemu"
+        for t in guest-tests/linux/run-all.sh guest-tests/migration/*.sh; do
+            if [ -x "$t" ]; then
+                guest_suite "$(basename "$(dirname "$t")")-$(basename "$t" .sh)" \
+                    env QEMU="$qemu" "$t"
+            fi
+        done
+    fi
+    log "--- [guest] $run_pass passed, $run_fail failed, $run_skip skipped"
+    total_pass=$((total_pass + run_pass))
+    total_fail=$((total_fail + run_fail))
+    total_skip=$((total_skip + run_skip))
+}
+
 main() {
     local runs=("$@") r tool summary
 
     if [ "${#runs[@]}" -eq 0 ]; then
-        runs=(plain asan valgrind)
+        runs=(plain asan valgrind guest)
     fi
     for tool in meson python3 timeout; do
         if ! command -v "$tool" >/dev/null 2>&1; then
@@ -337,7 +410,11 @@ main() {
     mkdir -p "$LOGROOT"
 
     for r in "${runs[@]}"; do
-        do_run "$r"
+        if [ "$r" = guest ]; then
+            do_guest_run
+        else
+            do_run "$r"
+        fi
     done
 
     log ""

@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# Build qemu-system-x86_64 from Debian bookworm's QEMU 7.2 source plus the
+# patch series in qemu-patches/, linked against this tree's libvpmu.
+# What `make qemu` runs; docs/qemu.md explains it.
+#
+#   1. libvpmu: static, PIC, installed into build/prefix (pkg-config: libvpmu).
+#   2. The Debian source of the installed qemu-system-x86 package, fetched
+#      with apt-get source into the cache (system apt lists untouched), kept,
+#      unpacked once into a git repository tagged debian-pristine.
+#   3. qemu-patches/*.patch applied with git am --3way when the series changed
+#      (sha256 recorded in applied-series); only files whose content changes
+#      are rewritten, so ninja rebuilds only what the change touches.
+#   4. configure once, then ninja qemu-system-x86_64.
+#   5. The binary is linked to build/qemu/qemu-system-x86_64.
+#
+# Environment:
+#   VPMU_CACHE          cache root (default ~/.cache/vpmu)
+#   VPMU_QEMU_VERSION   Debian source version to build (default: the version
+#                       of the installed qemu-system-x86 package)
+#   VPMU_QEMU_DISCARD=1 let a series change discard uncommitted edits in the
+#                       cache's src tree (otherwise the script refuses)
+#   VPMU_NO_DEPS=1      do not run scripts/install-deps.sh qemu
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+CACHE=${VPMU_CACHE:-$HOME/.cache/vpmu}
+PATCHDIR=$ROOT/qemu-patches
+LIBBUILD=$ROOT/build/qemu-lib
+PREFIX=$ROOT/build/prefix
+OUT=$ROOT/build/qemu
+
+# Fixed identity and date for the commits the script makes, so the same
+# source and series always give the same commit ids.
+GIT_ID=(-c user.name="vpmu build-qemu" -c user.email="vpmu-build@localhost"
+        -c gc.auto=0 -c advice.detachedHead=false)
+FIXED_DATE="2000-01-01T00:00:00+0000"
+
+CONFIGURE_FLAGS=(--target-list=x86_64-softmmu --disable-docs --disable-werror
+                 --disable-tools --disable-user --disable-gtk --disable-sdl
+                 --disable-vnc --disable-opengl --disable-spice --disable-xen
+                 --disable-install-blobs
+                 # src is a git repository without QEMU's submodules; the
+                 # Debian tree already contains what they would provide.
+                 --with-git-submodules=ignore)
+
+log() {
+    printf 'qemu: %s\n' "$*"
+}
+
+die() {
+    printf 'qemu: error: %s\n' "$*" >&2
+    exit 1
+}
+
+# elapsed START: "42s" or "3m05s" since START (a $SECONDS value).
+elapsed() {
+    local s=$((SECONDS - $1))
+    if [ "$s" -ge 60 ]; then
+        printf '%dm%02ds' $((s / 60)) $((s % 60))
+    else
+        printf '%ds' "$s"
+    fi
+}
+
+# show_fail LOG: the end of a failed step's log, and where the whole one is.
+show_fail() {
+    tail -n 40 "$1" | sed 's/^/    | /' >&2
+    printf 'qemu: full log: %s\n' "$1" >&2
+}
+
+# ---------------------------------------------------------------- deps
+if [ "${VPMU_NO_DEPS:-0}" != 1 ]; then
+    scripts/install-deps.sh qemu
+fi
+for tool in git meson ninja pkg-config apt-get dpkg-source flock ld objcopy ar readelf; do
+    command -v "$tool" >/dev/null 2>&1 ||
+        die "$tool not found (scripts/install-deps.sh qemu installs it)"
+done
+
+# ---------------------------------------------------------------- 1. libvpmu
+t=$SECONDS
+log "libvpmu: static PIC library into ${PREFIX#"$ROOT"/}"
+mkdir -p "$ROOT/build"
+if [ ! -f "$LIBBUILD/meson-private/coredata.dat" ]; then
+    # --libdir=lib: the same path everywhere (Debian's default would be
+    # lib/x86_64-linux-gnu).  both_libraries() ignores default_library, so
+    # the shared library is removed from the prefix below.
+    meson setup "$LIBBUILD" --prefix="$PREFIX" --libdir=lib \
+        -Ddefault_library=static -Db_staticpic=true >"$ROOT/build/qemu-lib.log" 2>&1 ||
+        { show_fail "$ROOT/build/qemu-lib.log"; die "meson setup of libvpmu failed"; }
+fi
+# Only the library (tests, fuzz and examples are not needed here; all of it
+# if meson.build no longer has those targets), then install without
+# rebuilding.
+if ! { meson compile -C "$LIBBUILD" vpmu:static_library vpmu:shared_library ||
+       meson compile -C "$LIBBUILD"; } >"$ROOT/build/qemu-lib.log" 2>&1 ||
+   ! meson install -C "$LIBBUILD" --no-rebuild >>"$ROOT/build/qemu-lib.log" 2>&1; then
+    show_fail "$ROOT/build/qemu-lib.log"
+    die "building libvpmu failed"
+fi
+# With no libvpmu.so in the prefix, -lvpmu from pkg-config links the .a and
+# the QEMU binary does not depend on the repository at run time.
+rm -f "$PREFIX"/lib/libvpmu.so*
+# Give the archive the encapsulation the .so has through its version script:
+# one relocatable object whose hidden symbols (everything but the VPMU_API
+# functions) are made local, so QEMU code can neither collide with nor
+# interpose on libvpmu's internal vpmu_* functions.  Its mtime is the
+# compiled archive's, for the relink check below.
+LIBA=$PREFIX/lib/libvpmu.a
+tmp=$(mktemp -d)
+ld -r --whole-archive -o "$tmp/libvpmu.o" "$LIBBUILD/libvpmu.a"
+objcopy --localize-hidden "$tmp/libvpmu.o"
+rm -f "$LIBA"
+ar rcD "$LIBA" "$tmp/libvpmu.o"
+rm -rf "$tmp"
+touch -r "$LIBBUILD/libvpmu.a" "$LIBA"
+if readelf -sW "$LIBA" | awk '$5 == "GLOBAL" && $6 != "DEFAULT" && $7 != "UND" { bad = 1 }
+                              END { exit !bad }'; then
+    die "libvpmu.a still has global non-default-visibility symbols"
+fi
+if [ ! -f "$LIBA" ] || [ ! -f "$PREFIX/lib/pkgconfig/libvpmu.pc" ]; then
+    die "libvpmu.a or libvpmu.pc missing under $PREFIX/lib"
+fi
+export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+log "libvpmu: $(pkg-config --modversion libvpmu), $(elapsed "$t")"
+
+# ---------------------------------------------------------------- 2. source
+if [ -n "${VPMU_QEMU_VERSION:-}" ]; then
+    VERSION=$VPMU_QEMU_VERSION
+else
+    VERSION=$(dpkg-query -W -f='${source:Version}' qemu-system-x86 2>/dev/null) ||
+        die "qemu-system-x86 is not installed (it provides the firmware);" \
+            "run scripts/install-deps.sh qemu or set VPMU_QEMU_VERSION"
+fi
+KEY=${VERSION#*:}               # no epoch: 7.2+dfsg-7+deb12u18
+QDIR=$CACHE/qemu/$KEY
+SRC=$QDIR/src
+BUILD=$QDIR/build
+DL=$QDIR/dl
+STATE=$QDIR/applied-series
+mkdir -p "$QDIR"
+
+# One run at a time per QEMU version (src, build and applied-series).
+exec 9>"$QDIR/.lock"
+flock -n 9 || die "another build-qemu.sh is using $QDIR"
+
+DSC=$DL/qemu_${KEY}.dsc
+if [ ! -f "$DSC" ]; then
+    t=$SECONDS
+    log "fetching the Debian source of qemu $VERSION (apt-get source, private lists in $CACHE/srcapt)"
+    APTDIR=$CACHE/srcapt
+    mkdir -p "$APTDIR/sources" "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$DL"
+    rm -f "$APTDIR/sources/"*
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+        sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+            >"$APTDIR/sources/src.sources"
+    fi
+    if [ -f /etc/apt/sources.list ]; then
+        sed -n 's/^deb \(.*\)$/deb-src \1/p' /etc/apt/sources.list >"$APTDIR/sources/src.list"
+    fi
+    APT=(apt-get -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$APTDIR/sources"
+         -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache=$APTDIR/cache"
+         -o APT::Sandbox::User=root)
+    "${APT[@]}" update >"$QDIR/fetch.log" 2>&1 ||
+        { show_fail "$QDIR/fetch.log"; die "apt-get update (deb-src) failed"; }
+    (cd "$DL" && "${APT[@]}" source --download-only "qemu=$VERSION") >>"$QDIR/fetch.log" 2>&1 ||
+        { show_fail "$QDIR/fetch.log"; die "apt-get source qemu=$VERSION failed"; }
+    [ -f "$DSC" ] || die "apt-get source did not produce $DSC"
+    log "fetched into ${DL}, $(elapsed "$t")"
+fi
+
+if ! git -C "$SRC" rev-parse -q --verify 'refs/tags/debian-pristine^{commit}' >/dev/null 2>&1; then
+    t=$SECONDS
+    log "unpacking $(basename "$DSC") (dpkg-source -x applies Debian's patches) into a git repository"
+    rm -rf "$SRC" "$QDIR/src.tmp" "$STATE" "$BUILD"
+    dpkg-source -x --no-copy "$DSC" "$QDIR/src.tmp" >"$QDIR/unpack.log" 2>&1 ||
+        { show_fail "$QDIR/unpack.log"; die "dpkg-source -x failed"; }
+    (
+        cd "$QDIR/src.tmp"
+        git init -q -b debian
+        # -f: QEMU's .gitignore matches files of the Debian tree
+        # (debian/patches/*.patch, ...); the pristine commit has them all.
+        git add -A -f
+        GIT_AUTHOR_DATE=$FIXED_DATE GIT_COMMITTER_DATE=$FIXED_DATE \
+            git "${GIT_ID[@]}" commit -q -m "Debian qemu $VERSION, as unpacked by dpkg-source -x"
+        git tag debian-pristine
+    ) >>"$QDIR/unpack.log" 2>&1 || { show_fail "$QDIR/unpack.log"; die "git import failed"; }
+    mv "$QDIR/src.tmp" "$SRC"
+    log "src ready, $(elapsed "$t")"
+fi
+
+# ---------------------------------------------------------------- 3. series
+PATCHES=()
+if [ -d "$PATCHDIR" ]; then
+    mapfile -t PATCHES < <(find "$PATCHDIR" -maxdepth 1 -type f -name '*.patch' | LC_ALL=C sort)
+fi
+# Name and content of every patch, in order (an empty series hashes the
+# empty input).
+SERIES=$(for p in "${PATCHES[@]}"; do printf '%s\n' "${p##*/}"; cat "$p"; done |
+         sha256sum | cut -d' ' -f1)
+OLD_SERIES=$(sed -n 's/^series //p' "$STATE" 2>/dev/null || true)
+OLD_HEAD=$(sed -n 's/^head //p' "$STATE" 2>/dev/null || true)
+
+if [ "$SERIES" = "$OLD_SERIES" ]; then
+    log "series unchanged (${#PATCHES[@]} patches, sha256 ${SERIES:0:12})"
+    if [ "$(git -C "$SRC" rev-parse HEAD)" != "$OLD_HEAD" ] ||
+       [ -n "$(git -C "$SRC" status --porcelain)" ]; then
+        log "note: $SRC has commits or edits that are not in qemu-patches/; building them as they are"
+    fi
+else
+    t=$SECONDS
+    log "applying ${#PATCHES[@]} patches from qemu-patches/ (series sha256 ${SERIES:0:12})"
+    dirty=$(git -C "$SRC" status --porcelain)
+    if [ -n "$dirty" ] && [ "${VPMU_QEMU_DISCARD:-0}" != 1 ]; then
+        printf '%s\n' "$dirty" | head -n 20 | sed 's/^/    /' >&2
+        die "$SRC has uncommitted changes (above) and the series changed;" \
+            "commit them and git format-patch them into qemu-patches/," \
+            "or rerun with VPMU_QEMU_DISCARD=1 to drop them"
+    fi
+    # Apply in a scratch worktree from debian-pristine, then check the result
+    # out in src: git rewrites only the files whose content differs from
+    # what src has now, so their mtimes alone change and ninja recompiles
+    # only what the series change touches.  src is untouched if a patch
+    # fails.
+    WT=$QDIR/series-worktree
+    git -C "$SRC" worktree remove --force "$WT" >/dev/null 2>&1 || true
+    rm -rf "$WT"
+    git -C "$SRC" worktree prune
+    git -C "$SRC" worktree add -q --detach "$WT" debian-pristine
+    for p in "${PATCHES[@]}"; do
+        if ! GIT_COMMITTER_DATE=$FIXED_DATE git -C "$WT" "${GIT_ID[@]}" am -q --3way \
+                --resolvemsg="qemu: git am failed; aborting it" "$p"; then
+            git -C "$WT" am --abort >/dev/null 2>&1 || true
+            git -C "$SRC" worktree remove --force "$WT" >/dev/null 2>&1 || rm -rf "$WT"
+            git -C "$SRC" worktree prune
+            die "patch qemu-patches/${p##*/} does not apply (git am --3way, on" \
+                "debian-pristine plus the patches before it); src and build are unchanged." \
+                "To fix it: cd $SRC && git checkout -b fix debian-pristine &&" \
+                "git am --3way $PATCHDIR/*.patch, resolve, git am --continue," \
+                "then export the series again (docs/qemu.md)"
+        fi
+    done
+    NEW_HEAD=$(git -C "$WT" rev-parse HEAD)
+    git -C "$SRC" worktree remove --force "$WT"
+    CUR=$(git -C "$SRC" rev-parse HEAD)
+    if [ "$CUR" != "$OLD_HEAD" ] && [ "$CUR" != "$(git -C "$SRC" rev-parse debian-pristine)" ] &&
+       [ "$(git -C "$SRC" rev-parse "$CUR^{tree}")" != "$(git -C "$SRC" rev-parse "$NEW_HEAD^{tree}")" ]; then
+        git -C "$SRC" branch -f previous-head "$CUR"
+        log "note: src's HEAD had commits not in the new series; kept as branch previous-head"
+    fi
+    git -C "$SRC" checkout -q -f -B series "$NEW_HEAD"
+    git -C "$SRC" clean -fdq
+    {
+        printf 'series %s\n' "$SERIES"
+        printf 'head %s\n' "$NEW_HEAD"
+        for p in "${PATCHES[@]}"; do printf 'patch %s\n' "${p##*/}"; done
+    } >"$STATE"
+    log "src at $(git -C "$SRC" log -1 --format='%h %s' | cut -c1-70), $(elapsed "$t")"
+fi
+
+# ---------------------------------------------------------------- 4. build
+FLAGS=("${CONFIGURE_FLAGS[@]}")
+if grep -q libvpmu "$SRC/meson_options.txt"; then
+    grep -q -- '--enable-libvpmu' "$SRC/scripts/meson-buildoptions.sh" ||
+        die "the series adds option libvpmu to meson_options.txt but not to" \
+            "scripts/meson-buildoptions.sh (regenerate it: make update-buildoptions)"
+    FLAGS+=(--enable-libvpmu)
+fi
+mkdir -p "$BUILD"
+if [ ! -f "$BUILD/build.ninja" ] ||
+   [ "$(cat "$BUILD/.vpmu-configure-flags" 2>/dev/null)" != "${FLAGS[*]}" ]; then
+    t=$SECONDS
+    log "configure ${FLAGS[*]}"
+    rm -f "$BUILD/.vpmu-configure-flags"
+    (cd "$BUILD" && "$SRC/configure" "${FLAGS[@]}") >"$QDIR/configure.log" 2>&1 ||
+        { show_fail "$QDIR/configure.log"; die "QEMU configure failed"; }
+    printf '%s\n' "${FLAGS[*]}" >"$BUILD/.vpmu-configure-flags"
+    log "configured, $(elapsed "$t")"
+fi
+
+BIN=$BUILD/qemu-system-x86_64
+# ninja does not know about libraries found by pkg-config: relink by hand.
+if [ -f "$BIN" ] && [ "$LIBA" -nt "$BIN" ]; then
+    log "libvpmu.a is newer than the binary: relinking"
+    rm -f "$BIN"
+fi
+if [ ! -f "$BIN" ] && [ ! -f "$BUILD/.ninja_log" ]; then
+    log "first build of qemu-system-x86_64: about 17 minutes on 2 cores"
+else
+    log "building qemu-system-x86_64 (incremental)"
+fi
+t=$SECONDS
+# Progress: every line for small builds, else one line per 10%; warnings,
+# errors and failed commands always.  The full output is in build.log.
+if ! ninja -C "$BUILD" qemu-system-x86_64 2>&1 | tee "$QDIR/build.log" | awk '
+    /^\[[0-9]+\/[0-9]+\] / {
+        fail = 0
+        split(substr($1, 2), a, "/"); n = a[1] + 0; total = a[2] + 0
+        pct = int(100 * n / total)
+        if (total <= 40 || n == total || int(pct / 10) > last) {
+            printf "    %3d%% %s\n", pct, $0
+            last = int(pct / 10)
+        }
+        fflush(); next
+    }
+    /^FAILED: / { fail = 1 }
+    fail || /warning:|error:|^ninja: / { print "    " $0; fflush() }'; then
+    printf 'qemu: full log: %s\n' "$QDIR/build.log" >&2
+    die "ninja failed"
+fi
+log "built in $(elapsed "$t")"
+
+# ---------------------------------------------------------------- 5. result
+mkdir -p "$OUT"
+rm -f "$OUT/qemu-system-x86_64"
+ln "$BIN" "$OUT/qemu-system-x86_64" 2>/dev/null || cp -p "$BIN" "$OUT/qemu-system-x86_64"
+cat >"$OUT/README" <<EOF
+qemu-system-x86_64 here is a link to (or copy of) the binary built by
+\`make qemu\` (scripts/build-qemu.sh, docs/qemu.md) in
+
+    $BUILD
+
+from the Debian qemu $VERSION source in
+
+    $SRC        (git; tag debian-pristine, branch series)
+
+with the series qemu-patches/ (sha256 $SERIES):
+$(for p in "${PATCHES[@]}"; do printf '    %s\n' "${p##*/}"; done)
+Firmware comes from the qemu-system-x86 package:
+
+    build/qemu/qemu-system-x86_64 -L /usr/share/qemu -L /usr/share/seabios -net none ...
+EOF
+log "binary: ${OUT#"$ROOT"/}/qemu-system-x86_64"
+"$OUT/qemu-system-x86_64" --version | head -n 1 | sed 's/^/qemu: /'
