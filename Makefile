@@ -3,7 +3,7 @@
 #   make deps    install missing Debian packages (no apt call if none missing)
 #   make build   configure build/ if needed, compile
 #   make check   build and test three ways (plain, ASan+UBSan, valgrind)
-#   make demo    build and run the library-level demonstration
+#   make demo    boot a Linux guest under QEMU TCG that runs perf through vpmu
 #   make bench   build and run the MSR benchmark, if it exists
 #   make qemu    build QEMU 7.2 + qemu-patches/ with libvpmu (docs/qemu.md)
 #   make clean   remove build/, build-asan/ and the test logs
@@ -40,17 +40,10 @@ check:
 	@scripts/install-deps.sh qemu
 	@scripts/run-tests.sh $(RUNS)
 
-demo: deps build
-	@echo
-	@echo "This is the library-level demonstration of libvpmu (a fake counting"
-	@echo "source plays the guest's workload) until the guest path exists: the"
-	@echo "QEMU TCG front end, where a real Linux guest runs perf."
-	@echo
-	@if [ ! -x build/examples/demo ]; then \
-	    echo "build/examples/demo was not built: meson.build needs subdir('examples')" >&2; \
-	    exit 1; \
-	fi
-	build/examples/demo
+# The main job: a Linux guest under QEMU TCG running perf through vpmu.
+demo:
+	@scripts/install-deps.sh qemu
+	@scripts/demo.sh
 
 bench: build
 	@if [ -x build/bench/bench-msr ]; then \
