@@ -3,7 +3,8 @@
 # patch series in qemu-patches/, linked against this tree's libvpmu.
 # What `make qemu` runs; docs/qemu.md explains it.
 #
-#   1. libvpmu: static, PIC, installed into build/prefix (pkg-config: libvpmu).
+#   1. libvpmu: static, PIC, installed into the cache's libvpmu-prefix
+#      (pkg-config: libvpmu), which QEMU's cached build links.
 #   2. The Debian source of the installed qemu-system-x86 package, fetched
 #      with apt-get source into the cache (system apt lists untouched), kept,
 #      unpacked once into a git repository tagged debian-pristine.
@@ -27,7 +28,10 @@ ROOT=$PWD
 CACHE=${VPMU_CACHE:-$HOME/.cache/vpmu}
 PATCHDIR=$ROOT/qemu-patches
 LIBBUILD=$ROOT/build/qemu-lib
-PREFIX=$ROOT/build/prefix
+# Outside the clone, like the QEMU build that links it: QEMU's configured
+# build remembers this path, and every clone (CI's fresh one too) must hand
+# it the libvpmu of its own tree.
+PREFIX=$CACHE/libvpmu-prefix
 OUT=$ROOT/build/qemu
 
 # Fixed identity and date for the commits the script makes, so the same
@@ -89,6 +93,10 @@ if [ ! -f "$LIBBUILD/meson-private/coredata.dat" ]; then
     meson setup "$LIBBUILD" --prefix="$PREFIX" --libdir=lib \
         -Ddefault_library=static -Db_staticpic=true >"$ROOT/build/qemu-lib.log" 2>&1 ||
         { show_fail "$ROOT/build/qemu-lib.log"; die "meson setup of libvpmu failed"; }
+elif ! meson configure "$LIBBUILD" -Dprefix="$PREFIX" >"$ROOT/build/qemu-lib.log" 2>&1; then
+    # An older tree installed elsewhere: point it at this prefix.
+    show_fail "$ROOT/build/qemu-lib.log"
+    die "meson configure of libvpmu failed"
 fi
 # Only the library (tests, fuzz and examples are not needed here; all of it
 # if meson.build no longer has those targets), then install without
@@ -268,14 +276,16 @@ if grep -q libvpmu "$SRC/meson_options.txt"; then
     FLAGS+=(--enable-libvpmu)
 fi
 mkdir -p "$BUILD"
+# Reconfigure when the flags or the libvpmu it links (its prefix) change.
+FLAGS_KEY="${FLAGS[*]} libvpmu-prefix=$PREFIX"
 if [ ! -f "$BUILD/build.ninja" ] ||
-   [ "$(cat "$BUILD/.vpmu-configure-flags" 2>/dev/null)" != "${FLAGS[*]}" ]; then
+   [ "$(cat "$BUILD/.vpmu-configure-flags" 2>/dev/null)" != "$FLAGS_KEY" ]; then
     t=$SECONDS
     log "configure ${FLAGS[*]}"
     rm -f "$BUILD/.vpmu-configure-flags"
     (cd "$BUILD" && "$SRC/configure" "${FLAGS[@]}") >"$QDIR/configure.log" 2>&1 ||
         { show_fail "$QDIR/configure.log"; die "QEMU configure failed"; }
-    printf '%s\n' "${FLAGS[*]}" >"$BUILD/.vpmu-configure-flags"
+    printf '%s\n' "$FLAGS_KEY" >"$BUILD/.vpmu-configure-flags"
     log "configured, $(elapsed "$t")"
 fi
 
