@@ -336,7 +336,7 @@ tap_count() {
     run_skip=$((run_skip + k))
     if [ "$f" -gt 0 ]; then
         log "  FAIL  $name: $p passed, $f failed, $k skipped"
-        grep -E '^not ok ' "$file" | head -20 | indent
+        { grep -E '^not ok ' "$file" || tail -n 5 "$file"; } | head -20 | indent
         log "        (full log: $file)"
     else
         log "  PASS  $name: $p passed, $k skipped"
