@@ -376,7 +376,7 @@ do_guest_run() {
     else
         guest_suite baremetal guest-tests/baremetal/run.sh \
             -O "$ROOT/build/baremetal" -q "$qemu"
-        for t in guest-tests/linux/check.sh guest-tests/migration/*.sh; do
+        for t in guest-tests/linux/run-all.sh guest-tests/migration/*.sh; do
             if [ -x "$t" ]; then
                 guest_suite "$(basename "$(dirname "$t")")-$(basename "$t" .sh)" \
                     env QEMU="$qemu" "$t"

@@ -5,7 +5,8 @@
 #   OUT/vmlinuz             the stock bookworm kernel (linux-image-6.1.0-N-amd64)
 #   OUT/vmlinux             the same, decompressed (boots faster, via PVH)
 #   OUT/initramfs.cpio.gz   busybox-static, perf (linux-perf) with its shared
-#                           libraries, the workloads, the tests and /init
+#                           libraries, coreutils' dynamically linked sleep,
+#                           the workloads, the tests and /init
 #
 # Usage: build-image.sh [OUT]     (OUT defaults to build/guest in the repository)
 #
@@ -162,6 +163,13 @@ perf_bin=$stage/usr/bin/perf_6.1
 head -c4 "$perf_bin" | grep -q ELF || die "no perf ELF binary in linux-perf"
 
 stage_pkg busybox-static
+# perf test "PERF_RECORD_* events & perf_sample fields" runs `sleep` and wants
+# the MMAP records of the command, libc and the dynamic loader: a dynamically
+# linked sleep (coreutils'), not busybox's static one.
+stage_pkg coreutils
+dyn_sleep=$stage/bin/sleep
+[[ -f $dyn_sleep ]] || dyn_sleep=$stage/usr/bin/sleep
+head -c4 "$dyn_sleep" | grep -q ELF || die "no sleep binary in coreutils"
 
 # --- perf's shared libraries ---------------------------------------------
 # List perf's libraries with the staged dynamic loader against the staged
@@ -217,6 +225,14 @@ while read -r so path; do
     cp -L "$path" "$root/lib/$arch/$so"
 done
 cp -L "$ldso" "$root/lib/$arch/ld-linux-x86-64.so.2"
+# coreutils' sleep, in a directory of its own: perf-test.sh puts it first in
+# PATH; everything else keeps busybox.  Its libraries (libc) come with perf's.
+mkdir -p "$root/vpmu/dynbin"
+cp "$dyn_sleep" "$root/vpmu/dynbin/sleep"
+"$ldso" --library-path "$libpath" --list "$dyn_sleep" |
+    awk '$1 !~ /^\// && $2 == "=>" { print $1 }' | while read -r so; do
+    [[ -e $root/lib/$arch/$so ]] || die "sleep needs $so, which perf does not"
+done
 ln -s ../lib/$arch/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
 echo "/lib/$arch" >"$root/etc/ld.so.conf"
 if command -v ldconfig >/dev/null || [[ -x /sbin/ldconfig ]]; then

@@ -20,6 +20,12 @@
 #                TCG takes to decompress vmlinuz
 #   TIMEOUT      wall-clock limit in seconds (default 300 per test, 900 for all)
 #   REQUIRE_PMU  1 (default): no guest PMU => tests fail; 0: they skip
+#   ICOUNT       SHIFT: run with -icount shift=SHIFT,sleep=off, so that guest
+#                time advances with retired instructions (2^SHIFT ns each)
+#                instead of host time; the multiplex test needs it for its 1%
+#                checks.  Adds idle=poll: vpmu's HLT hook reads the clock in
+#                the middle of a TB, which -icount aborts on ("Bad icount
+#                read").  Also tells the guest (vpmu.icount=SHIFT).
 #   APPEND       extra kernel command line
 #   LOG          where to keep the serial output (default IMAGE/guest.log)
 #   INTERACTIVE  1: keep stdin on the serial console (with APPEND=vpmu.shell=1
@@ -56,9 +62,16 @@ for f in "$kernel" initramfs.cpio.gz; do
 done
 
 append="console=ttyS0 panic=-1 quiet nmi_watchdog=0 vpmu.test=$tests"
-append+=" vpmu.require_pmu=${REQUIRE_PMU:-1}${APPEND:+ $APPEND}"
+append+=" vpmu.require_pmu=${REQUIRE_PMU:-1}"
+icount=()
+if [[ -n ${ICOUNT:-} ]]; then
+    [[ $ICOUNT =~ ^[0-9]+$ ]] || die "ICOUNT=$ICOUNT: want a shift (e.g. 0)"
+    icount=(-icount "shift=$ICOUNT,sleep=off")
+    append+=" idle=poll vpmu.icount=$ICOUNT"
+fi
+append+="${APPEND:+ $APPEND}"
 cmd=("$qemu" -L /usr/share/qemu -L /usr/share/seabios
-     -accel tcg -cpu "$cpu" -smp "$smp" -m 512
+     -accel tcg "${icount[@]}" -cpu "$cpu" -smp "$smp" -m 512
      -nographic -no-reboot -net none
      -kernel "$image/$kernel" -initrd "$image/initramfs.cpio.gz"
      -append "$append")

@@ -32,6 +32,11 @@ finish_late() { echo "1..$TAP_N"; finish; }
 # Print FILE on diagnostic lines, at most N (default 20) lines of it.
 diag_file() { head -n "${2:-20}" "$1" | sed 's/^/#   /'; }
 
+# cmdline_arg NAME: the value of NAME=VALUE on the kernel command line.
+cmdline_arg() {
+    tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -n1
+}
+
 have_pmu() { [ -d /sys/bus/event_source/devices/cpu ]; }
 
 # Without a hardware PMU every check that needs one fails; with

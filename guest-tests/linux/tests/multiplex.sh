@@ -10,9 +10,18 @@
 #     group members are scheduled together, so in every group
 #     branches / instructions is within 0.1% of (N + 1) / (2N + 4), and each
 #     scaled count is within 1% of its exact value.
+#
+# The 1% checks need guest time that advances with the guest's work:
+# run-guest.sh with ICOUNT=0 (-icount shift=0: 1 ns per instruction).
+# Without -icount, guest time under TCG is host time, and how many
+# instructions a vCPU retires in it follows the host's load (perf stat -I 20
+# on loop_100M: 2.6 to 8.2 M instructions per 20 ms on a busy 2-CPU host).
+# The scaling (count x time_enabled / time_running) assumes a steady rate, so
+# the scaled counts were off by 1.3-8% there; with -icount, by 0.04-0.07%.
+# Without -icount the 1% checks are skipped; the deviations are still printed.
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
-plan 7
+plan 8
 
 N=100000000
 I=$((2 * N + 4))
@@ -24,6 +33,20 @@ K=$((gp + 4))
 [ $K -ge 12 ] || K=12
 G=$((gp / 2 + 3))
 diag "PMU: ${gp} generic, ${fx:-?} fixed counters; $K events, $G groups"
+icount=$(cmdline_arg vpmu.icount)
+if [ -n "$icount" ]; then
+    diag "guest time from -icount shift=$icount: it advances with retired instructions"
+else
+    diag "no -icount: guest time is host time (run with ICOUNT=0 for the 1% checks)"
+fi
+# accurate DESC CMD...: a 1% check; skipped without -icount.
+accurate() {
+    if [ -n "$icount" ]; then
+        check "$@"
+    else
+        skip "$1" "needs -icount (ICOUNT=0): without it, host scheduling noise is in the guest's time_running"
+    fi
+}
 
 # rep STRING COUNT: COUNT copies of STRING, comma-separated.
 rep() {
@@ -56,25 +79,29 @@ diag "$n events, $c counted, min running ${minp}%, max deviation ${dev}% from $I
 check "$K x instructions:u: all $K counted" [ "$n/$c" = "$K/$K" ]
 check "$K x instructions:u: multiplexed (some ran < 100%)" \
     awk -v p="$minp" 'BEGIN { exit !(p != "none" && p < 100) }'
-check "$K x instructions:u: each scaled count within 1% of 2N+4" \
+accurate "$K x instructions:u: each scaled count within 1% of 2N+4" \
     awk -v d="$dev" -v c="$c" 'BEGIN { exit !(c > 0 && d <= 1) }'
 
 pstat g.csv "$(rep '{instructions:u,branches:u}' $G)" "$BIN/loop_100M"
-# group_ok EVENT EXACT: all G counted, each within 1% of EXACT; sets minp.
-group_ok() {
+# group_stats EVENT EXACT: sets n, c, minp, dev for EVENT in the groups.
+group_stats() {
     read -r n c minp dev <<EOF
 $(stats g.csv "$1" "$2")
 EOF
     diag "groups, $1: $c/$n counted, min running ${minp}%, max deviation ${dev}%"
-    [ "$c" = $G ] && awk -v d="$dev" 'BEGIN { exit !(d <= 1) }'
 }
-ok_i=0 ok_b=0
-group_ok instructions:u $I && ok_i=1
-group_ok branches:u $B && ok_b=1
+# shellcheck disable=SC2317  # called through accurate
+# within1 DEV COUNTED: all G counted, and the largest deviation is <= 1%.
+within1() { [ "$2" = "$G" ] && awk -v d="$1" 'BEGIN { exit !(d <= 1) }'; }
+group_stats instructions:u $I
+ci=$c dev_i=$dev
+group_stats branches:u $B
+cb=$c dev_b=$dev
+check "$G groups: all $((2 * G)) events counted" [ "$ci/$cb" = "$G/$G" ]
 check "$G groups: multiplexed (some ran < 100%)" \
     awk -v p="$minp" 'BEGIN { exit !(p != "none" && p < 100) }'
-check "$G groups: instructions:u within 1% of 2N+4" [ $ok_i = 1 ]
-check "$G groups: branches:u within 1% of N+1" [ $ok_b = 1 ]
+accurate "$G groups: instructions:u within 1% of 2N+4" within1 "$dev_i" "$ci"
+accurate "$G groups: branches:u within 1% of N+1" within1 "$dev_b" "$cb"
 
 # Pair the n-th instructions:u with the n-th branches:u line: one group.
 ratio=$(awk -F, -v want="$(awk -v b=$B -v i=$I 'BEGIN { print b / i }')" '
