@@ -328,6 +328,14 @@ tap_count() {
     k=$(grep -cE '^ok .*# SKIP' "$file" | tr -d ' ') || true
     f=$(grep -cE '^not ok ' "$file" | tr -d ' ') || true
     p=$((p - k))
+    # A suite that prints only its summary ("N passed, N failed[, N skipped]").
+    if [ $((p + f + k)) -eq 0 ]; then
+        local line
+        line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$file" | tail -n 1) || true
+        if [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)? ]]; then
+            p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} k=${BASH_REMATCH[4]:-0}
+        fi
+    fi
     if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1
     fi

@@ -1,0 +1,321 @@
+#!/bin/bash
+# guest-overhead.sh: what the vPMU costs a Linux guest under QEMU TCG.
+#
+# Boots the guest image (guest-tests/linux) once per configuration and
+# round, and runs a CPU-bound compiled C workload (bench-work, from
+# guest-tests/linux/workloads/bench-work.c: sort, hash table, LZ77, CRC-32)
+# REPS times per boot:
+#
+#   a  -cpu max,vendor=GenuineIntel,pmu=off   plain
+#   b  -cpu max,vendor=GenuineIntel,pmu=on    perf stat -e instructions,branches,
+#                                             cycles,ref-cycles,instructions:u,
+#                                             branches:u (six events, all counted)
+#   c  -cpu max,vendor=GenuineIntel,pmu=on    perf record -F 1000 -e cycles
+#   d  -cpu max,vendor=GenuineIntel,pmu=on    plain (the cost of the counting
+#                                             ops alone, without perf)
+#   e  -cpu max,vendor=GenuineIntel,pmu=on    perf record -F 1000 -e instructions
+#                                             (overflow through the TB-entry
+#                                             budget instead of the cycle timer)
+#
+# The configurations alternate within each round, and the order rotates
+# from round to round, so that drift in the host's load falls on all five.
+#
+# Two times per run, both around the workload's timed loop only (no boot,
+# no exec, no perf set-up or tear-down; PMIs, perf record's reader and
+# ticks are in):
+#   guest   the workload's own CLOCK_MONOTONIC (bench-work.c).  Without icount
+#           the guest's clocks follow the host's, so this is host wall time,
+#           and on a loaded host it includes the time QEMU waited for a CPU.
+#   host    the CPU time of all of QEMU's threads (/proc/PID/task/*/schedstat),
+#           sampled when the serial console shows the workload's
+#           "BENCH-MARK start" and "BENCH-MARK end" lines.  What the run
+#           would take on an idle host; much less sensitive to other jobs.
+# The run-queue wait of QEMU's threads over the same interval is reported
+# as a measure of the contention.
+#
+# For each time it prints the median, minimum and maximum per
+# configuration and the ratios b/a, c/a, e/a and d/a against the targets
+# (perf stat: 1.02, perf record: 1.10; d/a against 1.02, as b cannot be
+# cheaper than d), and b/d, c/d, e/d (perf's own share).  Each ratio is given
+# three ways: of the medians (the one judged ok/over), of the minimums, and
+# "paired": the median over the rounds of the ratio of the two
+# configurations' medians within the round (boots a minute or two apart, so
+# slow drift in the load cancels).  Exit status 0 if every boot ran and
+# reported (whatever the ratios), 1 otherwise.
+#
+# The image is build/guest as made by guest-tests/linux/build-image.sh; this
+# script appends a second initramfs segment with the workload and the
+# in-guest script (guest-tests/linux/tests/bench-overhead.sh) to a copy of
+# it.  build/guest itself is not changed.  The guests are booted by a copy of
+# guest-tests/linux/run-guest.sh, without -icount (guest time = host time).
+#
+# Environment:
+#   QEMU          the patched qemu-system-x86_64 (default: build/qemu/ in the
+#                 repository); copied once, so a rebuild during the run does
+#                 not mix binaries
+#   IMAGE         directory with vmlinux/vmlinuz and initramfs.cpio.gz
+#                 (default build/guest)
+#   KERNEL        vmlinux (default, if present: PVH boot) or vmlinuz
+#   CONFIGS       the configurations to run (default "a b c d e"; "a" must be
+#                 among them; ratios with a missing side are left out)
+#   ROUNDS        rounds of the boots (default 5)
+#   REPS          workload runs per boot (default 5)
+#   WORK_ROUNDS   bench-work's argument (default 40: 1.15e9 guest
+#                 instructions, about 2.1 s under TCG on the development
+#                 machine when it is quiet)
+#   OUT           where to keep logs and results (default: a new
+#                 /tmp/vpmu-guest-overhead.XXXXXX, kept and printed)
+#   TIMEOUT       per boot, in seconds (default 900)
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+rounds=${ROUNDS:-5}
+reps=${REPS:-5}
+work=${WORK_ROUNDS:-40}
+image=${IMAGE:-$top/build/guest}
+limit=${TIMEOUT:-900}
+
+die() { echo "guest-overhead: $*" >&2; exit 1; }
+log() { echo "guest-overhead: $*" >&2; }
+
+for tool in gcc cpio gzip awk sort pgrep; do
+    command -v "$tool" >/dev/null || die "$tool is missing"
+done
+if [[ -n ${QEMU:-} ]]; then
+    qemu_src=$QEMU
+    [[ -x $qemu_src ]] || qemu_src=$(command -v "$qemu_src") || die "QEMU=$QEMU not found"
+else
+    qemu_src=$top/build/qemu/qemu-system-x86_64
+    [[ -x $qemu_src ]] || die "no patched QEMU: set QEMU= or run make qemu"
+fi
+kernel=${KERNEL:-}
+if [[ -z $kernel ]]; then
+    if [[ -f $image/vmlinux ]]; then kernel=vmlinux; else kernel=vmlinuz; fi
+fi
+for f in "$kernel" initramfs.cpio.gz; do
+    [[ -f $image/$f ]] || die "$image/$f missing: run guest-tests/linux/build-image.sh"
+done
+[[ -r /proc/self/schedstat ]] || die "no /proc/PID/schedstat on this host"
+read -r -a cfgs <<<"${CONFIGS:-a b c d e}"
+for c in "${cfgs[@]}"; do
+    [[ $c == [a-e] ]] || die "CONFIGS: unknown configuration '$c' (a-e)"
+done
+[[ " ${cfgs[*]} " == *" a "* ]] || die "CONFIGS must include a (the pmu=off baseline)"
+
+out=${OUT:-$(mktemp -d /tmp/vpmu-guest-overhead.XXXXXX)}
+mkdir -p "$out/logs" "$out/image" "$out/overlay/vpmu/bin" "$out/overlay/vpmu/tests"
+out=$(cd "$out" && pwd)
+# The copies of QEMU and the kernel are large; the logs stay.
+cleanup() { rm -rf "$out/image" "$out/overlay" "$out/qemu-system-x86_64"; }
+trap cleanup EXIT
+
+# --- the image: a copy of IMAGE plus a segment with the workload ------------
+cp "$qemu_src" "$out/qemu-system-x86_64"
+qemu=$out/qemu-system-x86_64
+# run-guest.sh too: bash reads a script as it runs, so an edit in the tree
+# during the bench would break the boots after it.  (Its repository-relative
+# defaults are not used: QEMU, IMAGE and LOG are always given.)
+install -m 0755 "$top/guest-tests/linux/run-guest.sh" "$out/run-guest.sh"
+cp "$image/$kernel" "$out/image/$kernel"
+gcc -O2 -static -Wall -o "$out/overlay/vpmu/bin/bench-work" \
+    "$top/guest-tests/linux/workloads/bench-work.c"
+install -m 0755 "$top/guest-tests/linux/tests/bench-overhead.sh" "$out/overlay/vpmu/tests/"
+# Linux unpacks concatenated (separately compressed) cpio archives in turn;
+# the later one adds to, and overwrites, the earlier.
+(cd "$out/overlay" && find . -print0 | LC_ALL=C sort -z |
+    cpio --null -o -H newc -R 0:0 --quiet) | gzip -n >"$out/overlay.cpio.gz"
+cat "$image/initramfs.cpio.gz" "$out/overlay.cpio.gz" >"$out/image/initramfs.cpio.gz"
+
+# --- the configurations ------------------------------------------------------
+intel=max,vendor=GenuineIntel
+declare -A cpu=([a]="$intel,pmu=off" [b]="$intel,pmu=on" [c]="$intel,pmu=on"
+                [d]="$intel,pmu=on" [e]="$intel,pmu=on")
+declare -A mode=([a]=plain [b]=stat [c]=record [d]=plain [e]=record)
+declare -A extra=([c]=" vpmu.bench_event=cycles" [e]=" vpmu.bench_event=instructions")
+declare -A label=(
+    [a]="pmu=off, plain"
+    [b]="pmu=on, perf stat (6 events)"
+    [c]="pmu=on, perf record -F 1000 cycles"
+    [d]="pmu=on, plain"
+    [e]="pmu=on, perf record -F 1000 insns")
+ncfg=${#cfgs[@]}
+
+# --- host CPU time of our QEMU -----------------------------------------------
+# qemu_pid: the QEMU started from our copy (its path is unique to this run).
+qemu_pid() { pgrep -n -f -- "^$qemu " || true; }
+# qemu_ns PID: "CPU-ns WAIT-ns" summed over the process's threads, without
+# forking (it runs while the workload's start marker is fresh).
+qemu_ns() {
+    local f run wait c=0 w=0
+    for f in /proc/"$1"/task/*/schedstat; do
+        read -r run wait _ 2>/dev/null <"$f" || continue
+        c=$((c + run)) w=$((w + wait))
+    done
+    echo "$c $w"
+}
+# watch_marks MARKS: copy the serial output (stdin) to stdout without the
+# CRs; at each BENCH-MARK pair, append "CPU-ns WAIT-ns" of QEMU over the
+# pair to MARKS.  Reads straight from run-guest.sh's tee: anything
+# in between (tr, sed) would buffer the lines until QEMU exits.
+watch_marks() {
+    local line pid='' c0=0 w0=0 c1 w1
+    while IFS= read -r line; do
+        line=${line%$'\r'}
+        printf '%s\n' "$line"
+        [[ -n $pid ]] || pid=$(qemu_pid)
+        case $line in
+        *'BENCH-MARK start'*)
+            read -r c0 w0 < <(qemu_ns "$pid") ;;
+        *'BENCH-MARK end'*)
+            read -r c1 w1 < <(qemu_ns "$pid")
+            echo "$((c1 - c0)) $((w1 - w0))" >>"$1" ;;
+        esac
+    done
+}
+
+# --- the runs --------------------------------------------------------------------
+# results: cfg round rep guest-ns checksum samples load1 host-cpu-ns host-wait-ns
+res=$out/results.txt
+: >"$res"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+log "QEMU $qemu_src, image $image ($kernel), $rounds rounds x $ncfg boots x $reps runs" \
+    "of bench-work $work; logs in $out"
+log "host: $(nproc) CPUs, load average $load_start"
+
+run_one() {   # run_one CFG ROUND
+    local c=$1 r=$2 lg=$out/logs/$1-$2.log load rc n
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    : >"$lg.marks"
+    set +e
+    QEMU=$qemu IMAGE=$out/image KERNEL=$kernel CPU=${cpu[$c]} SMP=1 \
+        TIMEOUT=$limit LOG=$lg ICOUNT='' INTERACTIVE=0 \
+        APPEND="vpmu.bench=${mode[$c]} vpmu.bench_reps=$reps vpmu.bench_rounds=$work${extra[$c]:-}" \
+        "$out/run-guest.sh" bench-overhead 2>"$lg.err" |
+        watch_marks "$lg.marks" >"$lg.run"
+    rc=${PIPESTATUS[0]}
+    set -e
+    # BENCH lines in order, joined with the marks of the same run.
+    n=$(awk -v c="$c" -v r="$r" -v l="$load" -v marks="$lg.marks" '
+        /^BENCH / {
+            ns = ""; sum = ""; s = "-"
+            for (k = 2; k <= NF; k++) {
+                split($k, kv, "=")
+                if (kv[1] == "rep") rep = kv[2]
+                if (kv[1] == "ns") ns = kv[2]
+                if (kv[1] == "checksum") sum = kv[2]
+                if (kv[1] == "samples") s = kv[2]
+            }
+            if ((getline m < marks) <= 0) m = "0 0"
+            if (ns > 0) { print c, r, rep, ns, sum, s, l, m; n++ }
+        }
+        END { print n + 0 > "/dev/stderr" }' "$lg.run" 2>&1 >>"$res")
+    if [[ $rc != 0 || $n != "$reps" ]]; then
+        grep -E '^(not ok|# )' "$lg.run" | tail -n 15 >&2 || true
+        die "round $r, $c (${label[$c]}): guest status $rc, $n of $reps runs reported" \
+            "(log: $lg.run)"
+    fi
+    log "round $r $c (${label[$c]}): $(awk -v c="$c" -v r="$r" \
+        '$1 == c && $2 == r { printf "%.3f/%.3f ", $4 / 1e9, $8 / 1e9 }' "$res")s" \
+        "guest/host (load $load)"
+}
+
+for ((r = 1; r <= rounds; r++)); do
+    for ((k = 0; k < ncfg; k++)); do
+        run_one "${cfgs[(r - 1 + k) % ncfg]}" "$r"
+    done
+done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+nsums=$(awk '{ print $5 }' "$res" | sort -u | wc -l)
+[[ $nsums == 1 ]] || die "the workload's checksum differs between runs (see $res)"
+if awk '$8 <= 0 { bad = 1 } END { exit !bad }' "$res"; then
+    log "warning: some runs have no host CPU time (markers not seen); see $out/logs/*.marks"
+fi
+
+# --- the summary -------------------------------------------------------------------
+# stats CFG COL: n median min max of column COL (ns), in seconds
+stats() {
+    awk -v c="$1" -v k="$2" '$1 == c { print $k / 1e9 }' "$res" | sort -g |
+        awk '{ v[NR] = $1 } END {
+            m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            printf "%d %.4f %.4f %.4f\n", NR, m, v[1], v[NR] }'
+}
+# paired NUM DEN COL: per round, the median of each side's runs; then the
+# median over the rounds of their ratio.
+paired() {
+    awk -v x="$1" -v y="$2" -v col="$3" '
+        function sortv(a, n,   i, j, t) {
+            for (i = 2; i <= n; i++)
+                for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+                    t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+                }
+        }
+        function median(a, n) {
+            sortv(a, n)
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        function rmed(c, r,   i, a) {
+            for (i = 1; i <= k[c, r]; i++) a[i] = v[c, r, i]
+            return median(a, k[c, r])
+        }
+        $1 == x || $1 == y { v[$1, $2, ++k[$1, $2]] = $col; if ($2 > nr) nr = $2 }
+        END {
+            for (r = 1; r <= nr; r++)
+                if (k[x, r] && k[y, r] && rmed(y, r) > 0) q[++m] = rmed(x, r) / rmed(y, r)
+            printf "%.4f", m ? median(q, m) : 0
+        }' "$res"
+}
+# table COL TITLE: the per-configuration table and the ratios for column COL.
+table() {
+    local col=$1 c n m lo hi
+    local -A med mn
+    printf '\n%s\n%-3s %-34s %3s %9s %9s %9s\n' "$2" cfg configuration n \
+        'median s' 'min s' 'max s'
+    for c in "${cfgs[@]}"; do
+        read -r n m lo hi < <(stats "$c" "$col")
+        med[$c]=$m mn[$c]=$lo
+        printf '%-3s %-34s %3d %9.3f %9.3f %9.3f\n' "$c" "${label[$c]}" "$n" "$m" "$lo" "$hi"
+    done
+    printf '%-5s %-34s %8s %8s %8s %7s\n' ratio '' median min paired target
+    ratio() {   # ratio NUM DEN DESC [TARGET]
+        [[ -n ${med[$1]:-} && -n ${med[$2]:-} ]] || return 0
+        awk -v a="${med[$1]}" -v b="${med[$2]}" -v x="${mn[$1]}" -v y="${mn[$2]}" \
+            -v p="$(paired "$1" "$2" "$col")" -v d="$3" -v t="${4:-}" -v name="$1/$2" '
+            BEGIN {
+                r = b > 0 ? a / b : 0; rm = y > 0 ? x / y : 0
+                if (t == "") printf "%-5s %-34s %8.4f %8.4f %8.4f %7s\n", name, d, r, rm, p, "-"
+                else printf "%-5s %-34s %8.4f %8.4f %8.4f %7.2f %s\n", name, d, r, rm, p, t,
+                    r <= t ? "ok" : "over"
+            }'
+    }
+    ratio b a "perf stat (6 events) / pmu=off" 1.02
+    ratio c a "perf record cycles / pmu=off" 1.10
+    ratio e a "perf record insns / pmu=off" 1.10
+    ratio d a "pmu=on plain / pmu=off" 1.02
+    ratio b d "perf stat / pmu=on plain"
+    ratio c d "perf record cycles / pmu=on plain"
+    ratio e d "perf record insns / pmu=on plain"
+}
+{
+    echo "guest-overhead: $started, $rounds rounds x $ncfg configurations x $reps runs," \
+         "bench-work $work, QEMU $qemu_src, $kernel"
+    echo "host: $(nproc) CPUs, load average at start $load_start, at end $load_end;" \
+         "1-min load at the boots: $(awk '{ print $7 }' "$res" | sort -g |
+         awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "-" hi }')"
+    awk '{ w += $9; t += $4 } END { if (t > 0)
+        printf "QEMU waited for a host CPU %.0f%% of the workload time (run-queue wait / guest time)\n",
+            100 * w / t }' "$res"
+    for c in c e; do
+        [[ " ${cfgs[*]} " == *" $c "* ]] || continue
+        awk -v c="$c" -v l="${label[$c]}" '$1 == c { s += $6; t += $4 / 1e9; n++ } END {
+            if (t > 0) printf "%s: %.0f samples per run, %.0f per second of workload\n",
+                l, s / n, s / t }' "$res"
+    done
+    table 4 "guest time (the workload's CLOCK_MONOTONIC; host wall time)"
+    table 8 "host CPU time of QEMU over the same interval"
+    echo
+    echo "ok/over: the ratio of the medians against the target.  min and paired"
+    echo "are the same comparison less exposed to the host's load."
+    echo "results: $res; logs: $out/logs"
+} | tee "$out/summary.txt"

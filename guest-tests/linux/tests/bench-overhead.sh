@@ -1,0 +1,96 @@
+#!/bin/sh
+# bench-overhead: the in-guest half of bench/guest-overhead.sh.  Not a test
+# of the suite (not in /init's "all"); the bench adds the workload
+# /vpmu/bin/bench-work to the image and selects this script with
+# vpmu.test=bench-overhead.
+#
+# Kernel command line:
+#   vpmu.bench=plain|stat|record   how to run the workload (default plain)
+#     plain   bench-work ROUNDS
+#     stat    perf stat -e instructions,branches,cycles,ref-cycles,
+#             instructions:u,branches:u -- bench-work ROUNDS
+#             (every event must be counted; the % running is reported)
+#     record  perf record -F 1000 -e EVENT -- bench-work ROUNDS
+#             (perf record's sample count is reported)
+#   vpmu.bench_event=E     the event of record (default cycles)
+#   vpmu.bench_reps=N      runs per boot (default 3)
+#   vpmu.bench_rounds=R    the workload's argument (default 40)
+#
+# bench-work writes "BENCH-MARK start" and "BENCH-MARK end" to the console
+# around its timed loop (BENCH_MARK=/dev/console), for the host to sample
+# QEMU's CPU time.  For each run it then prints one line for the host:
+#   BENCH mode=M rep=I ns=T checksum=C [samples=S]
+# where T is the workload's own CLOCK_MONOTONIC time around its rounds
+# (bench-work.c), and TAP lines for the checks.
+# shellcheck source=SCRIPTDIR/../tap-lib.sh
+. /vpmu/tap-lib.sh
+
+mode=plain reps=3 rounds=40 event=cycles
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
+    case $arg in
+    vpmu.bench=*) mode=${arg#vpmu.bench=} ;;
+    vpmu.bench_reps=*) reps=${arg#vpmu.bench_reps=} ;;
+    vpmu.bench_rounds=*) rounds=${arg#vpmu.bench_rounds=} ;;
+    vpmu.bench_event=*) event=${arg#vpmu.bench_event=} ;;
+    esac
+done
+export BENCH_MARK=/dev/console
+EVENTS=instructions,branches,cycles,ref-cycles,instructions:u,branches:u
+
+plan ''
+diag "mode=$mode reps=$reps rounds=$rounds event=$event" \
+    "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+[ -x "$BIN/bench-work" ] || { fail "$BIN/bench-work missing"; finish_late; }
+
+i=0
+while [ $i -lt "$reps" ]; do
+    i=$((i + 1))
+    extra=
+    rm -f w.out s.csv rec.data rec.err
+    case $mode in
+    plain)
+        "$BIN/bench-work" "$rounds" >w.out
+        rc=$?
+        ;;
+    stat)
+        perf stat -x, -o s.csv -e "$EVENTS" -- "$BIN/bench-work" "$rounds" >w.out
+        rc=$?
+        # CSV: value,unit,event,run time,% running,...  A value that is not
+        # a number is <not supported> or <not counted>.
+        bad=$(awk -F, -v want="$EVENTS" '
+            BEGIN { n = split(want, w, ","); for (k = 1; k <= n; k++) need[w[k]] = 1 }
+            /^#/ || NF < 3 { next }
+            { seen[$3] = 1; if ($1 !~ /^[0-9]+$/) printf "%s=%s ", $3, $1 }
+            END { for (e in need) if (!(e in seen)) printf "%s=missing ", e }' s.csv)
+        part=$(awk -F, '!/^#/ && NF >= 5 && $1 ~ /^[0-9]+$/ && $5 + 0 < 100 {
+            printf "%s:%s%% ", $3, $5 }' s.csv)
+        counts=$(awk -F, '!/^#/ && NF >= 3 { printf "%s=%s ", $3, $1 }' s.csv)
+        diag "rep $i: $counts"
+        [ -z "$part" ] || diag "rep $i: multiplexed (running < 100%): $part"
+        check "rep $i: perf stat counts all six events${bad:+ (not: $bad)}" \
+            [ -z "$bad" ]
+        ;;
+    record)
+        perf record -F 1000 -e "$event" -o rec.data -- "$BIN/bench-work" "$rounds" \
+            >w.out 2>rec.err
+        rc=$?
+        s=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' rec.err | tail -n1)
+        extra=" samples=${s:-0}"
+        check "rep $i: perf record -e $event wrote samples (${s:-0})" [ "${s:-0}" -gt 0 ]
+        [ "${s:-0}" -gt 0 ] || diag_file rec.err 5
+        ;;
+    *)
+        fail "unknown vpmu.bench=$mode"
+        finish_late
+        ;;
+    esac
+    line=$(grep '^bench-work:' w.out)
+    ns=$(echo "$line" | sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p')
+    sum=$(echo "$line" | sed -n 's/.*checksum=\(0x[0-9a-f]*\).*/\1/p')
+    ran=0
+    [ "$rc" = 0 ] && [ -n "$ns" ] && ran=1
+    check "rep $i: bench-work ran (exit $rc)" [ $ran = 1 ]
+    echo "BENCH mode=$mode rep=$i ns=${ns:-0} checksum=${sum:-none}$extra"
+done
+finish_late
