@@ -183,6 +183,17 @@ void vpmu_pmu_clear_status(VpmuPmu *pmu, uint64_t bits);
 uint64_t vpmu_pmu_read_status(VpmuPmu *pmu);
 void vpmu_pmu_reprogram_all(VpmuPmu *pmu);
 bool vpmu_counter_enabled(const VpmuCounter *c, VpmuCtl *ctl);
+/* Counter @i of all counters: GP counters first, then fixed ones. */
+static inline unsigned vpmu_nr_counters(const VpmuPmu *pmu)
+{
+    return pmu->nr_gp + pmu->nr_fixed;
+}
+
+static inline VpmuCounter *vpmu_counter_at(VpmuPmu *pmu, unsigned i)
+{
+    return i < pmu->nr_gp ? &pmu->gp[i] : &pmu->fixed[i - pmu->nr_gp];
+}
+
 static inline uint64_t vpmu_status_bit(const VpmuCounter *c)
 {
     /* IA32_PERF_GLOBAL_STATUS: GP i at bit i, fixed i at bit 32 + i */

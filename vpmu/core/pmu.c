@@ -94,15 +94,11 @@ void vpmu_pmu_reset(VpmuPmu *pmu)
 {
     /* Whatever was counted before RESET belongs to the old values. */
     vpmu_pmu_sync(pmu);
-    for (unsigned i = 0; i < pmu->nr_gp; i++) {
-        VpmuCounter *c = &pmu->gp[i];
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        VpmuCounter *c = vpmu_counter_at(pmu, i);
 
         c->ctl = 0;
         c->shadow = 0;
-    }
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        pmu->fixed[i].ctl = 0;
-        pmu->fixed[i].shadow = 0;
     }
     pmu->global_status = 0;
     pmu->debugctl = 0;
@@ -153,11 +149,8 @@ void vpmu_pmu_free(VpmuPmu *pmu)
     if (!pmu) {
         return;
     }
-    for (unsigned i = 0; i < pmu->nr_gp; i++) {
-        vpmu_counter_close(&pmu->gp[i]);
-    }
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        vpmu_counter_close(&pmu->fixed[i]);
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        vpmu_counter_close(vpmu_counter_at(pmu, i));
     }
     vpmu_filter_free(pmu->filter);
     free(pmu);
@@ -229,11 +222,8 @@ int vpmu_pmu_rdmsr(VpmuPmu *pmu, uint32_t msr, uint64_t *val)
 /* Count one retired instruction (and branch) at @cpl on every counter. */
 static void count_emulated(VpmuPmu *pmu, VpmuArchEvent event, unsigned cpl)
 {
-    for (unsigned i = 0; i < pmu->nr_gp; i++) {
-        vpmu_counter_add_emulated(&pmu->gp[i], event, cpl);
-    }
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        vpmu_counter_add_emulated(&pmu->fixed[i], event, cpl);
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        vpmu_counter_add_emulated(vpmu_counter_at(pmu, i), event, cpl);
     }
 }
 
@@ -283,30 +273,23 @@ void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl, bool branch)
 
 void vpmu_pmu_sync(VpmuPmu *pmu)
 {
-    for (unsigned i = 0; i < pmu->nr_gp; i++) {
-        vpmu_counter_read(&pmu->gp[i]);
-    }
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        vpmu_counter_read(&pmu->fixed[i]);
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        vpmu_counter_read(vpmu_counter_at(pmu, i));
     }
 }
 
 void vpmu_pmu_reprogram_all(VpmuPmu *pmu)
 {
-    for (unsigned i = 0; i < pmu->nr_gp; i++) {
-        vpmu_counter_reprogram(&pmu->gp[i]);
-    }
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        vpmu_counter_reprogram(&pmu->fixed[i]);
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        vpmu_counter_reprogram(vpmu_counter_at(pmu, i));
     }
 }
 
 /* Reprogram the counters whose global enable bit is in @bits. */
 static void reprogram_bits(VpmuPmu *pmu, uint64_t bits, bool fold_only)
 {
-    for (unsigned i = 0; i < pmu->nr_gp + pmu->nr_fixed; i++) {
-        VpmuCounter *c = i < pmu->nr_gp ? &pmu->gp[i]
-                                        : &pmu->fixed[i - pmu->nr_gp];
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        VpmuCounter *c = vpmu_counter_at(pmu, i);
 
         if (!(bits & vpmu_status_bit(c))) {
             continue;
@@ -400,11 +383,8 @@ static void release_if_idle(VpmuCounter *c)
 
 void vpmu_pmu_release_idle(VpmuPmu *pmu)
 {
-    for (unsigned i = 0; i < pmu->nr_gp; i++) {
-        release_if_idle(&pmu->gp[i]);
-    }
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        release_if_idle(&pmu->fixed[i]);
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        release_if_idle(vpmu_counter_at(pmu, i));
     }
 }
 

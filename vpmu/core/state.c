@@ -99,15 +99,10 @@ static void header_fill(const VpmuPmu *pmu, uint8_t h[STATE_HEADER_SIZE])
     put_le(h + 16, payload_size(pmu->nr_gp + pmu->nr_fixed), 4);
 }
 
-static VpmuCounter *counter_at(VpmuPmu *pmu, unsigned i)
-{
-    return i < pmu->nr_gp ? &pmu->gp[i] : &pmu->fixed[i - pmu->nr_gp];
-}
-
 int vpmu_pmu_save(VpmuPmu *pmu, void *buf, size_t len, size_t *written)
 {
     size_t need = vpmu_pmu_state_size(pmu);
-    unsigned n = pmu->nr_gp + pmu->nr_fixed;
+    unsigned n = vpmu_nr_counters(pmu);
     uint8_t *p = buf;
 
     *written = 0;
@@ -122,7 +117,7 @@ int vpmu_pmu_save(VpmuPmu *pmu, void *buf, size_t len, size_t *written)
     put_le(p + 16, pmu->debugctl, 8);
     p += 8 * STATE_GLOBALS;
     for (unsigned i = 0; i < n; i++, p += 16) {
-        VpmuCounter *c = counter_at(pmu, i);
+        VpmuCounter *c = vpmu_counter_at(pmu, i);
 
         put_le(p, c->ctl, 8);
         put_le(p + 8, c->shadow, 8);
@@ -176,8 +171,8 @@ static int state_check_regs(const VpmuPmu *pmu, const StateRegs *s)
         a->check_state(pmu, VPMU_MSR_DEBUGCTL, 0, s->debugctl)) {
         return -EINVAL;
     }
-    for (unsigned i = 0; i < pmu->nr_gp + pmu->nr_fixed; i++) {
-        const VpmuCounter *c = counter_at((VpmuPmu *)pmu, i);
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        const VpmuCounter *c = vpmu_counter_at((VpmuPmu *)pmu, i);
 
         if (s->value[i] & ~c->mask) {
             return -EINVAL;
@@ -202,7 +197,7 @@ static int state_check_regs(const VpmuPmu *pmu, const StateRegs *s)
 int vpmu_pmu_load(VpmuPmu *pmu, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
-    unsigned n = pmu->nr_gp + pmu->nr_fixed;
+    unsigned n = vpmu_nr_counters(pmu);
     StateRegs s;
     int r;
 
@@ -229,13 +224,13 @@ int vpmu_pmu_load(VpmuPmu *pmu, const void *buf, size_t len)
      * overflow or PMI of the old state can surface now.
      */
     for (unsigned i = 0; i < n; i++) {
-        vpmu_counter_close(counter_at(pmu, i));
+        vpmu_counter_close(vpmu_counter_at(pmu, i));
     }
     pmu->global_ctrl = s.global_ctrl;
     pmu->global_status = s.global_status;
     pmu->debugctl = s.debugctl;
     for (unsigned i = 0; i < n; i++) {
-        VpmuCounter *c = counter_at(pmu, i);
+        VpmuCounter *c = vpmu_counter_at(pmu, i);
 
         c->ctl = s.ctl[i];
         c->shadow = s.value[i];
