@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vpmu KVM front end: a guest under KVM whose PMU MSRs are served by
+ * libvpmu through userspace MSR exits.
+ *
+ * The VMM (QEMU's patches, tests/kvm's harness) does:
+ *
+ *   at VM creation, before any vCPU:
+ *     KVM_ENABLE_CAP KVM_CAP_X86_USER_SPACE_MSR (KVM_MSR_EXIT_REASON_FILTER)
+ *     vpmu_kvm_msr_filter(&cfg, &filter, ...)  and  KVM_X86_SET_MSR_FILTER
+ *   per vCPU, on its thread, after KVM_CREATE_VCPU:
+ *     vpmu_kvm_new(&opts, &k, err, sizeof(err))
+ *     guest CPUID: vpmu_kvm_cpuid() on leaves 0AH / 80000001H / 80000022H
+ *       before KVM_SET_CPUID2, so that KVM's own vPMU is sized like ours
+ *   after every KVM_RUN (also when it returned -EINTR):
+ *     KVM_EXIT_X86_RDMSR / KVM_EXIT_X86_WRMSR: vpmu_kvm_handle_msr_exit()
+ *     then vpmu_kvm_service(): source overflows, PMI injection
+ *
+ * RDPMC never exits under KVM: KVM answers it from its in-kernel PMCs.
+ * vpmu keeps those sized like the guest's PMU and writes the current
+ * counter values into them with KVM_SET_MSRS when counters stop, when the
+ * guest reads the overflow status and before a PMI is injected, so guest
+ * RDPMC returns what hardware would on the paths Linux uses.  On a host
+ * whose KVM has no vPMU, the new() logs that once: guest RDPMC takes #GP
+ * there.  KVM's own vPMU is given a deny-all event filter, so it never
+ * programs host counters itself.
+ *
+ * PMI: when a counter overflows with INT set, the LVTPC entry is read
+ * (KVM_GET_LAPIC): masked -> nothing; NMI delivery mode -> KVM_NMI;
+ * fixed -> KVM_SIGNAL_MSI with its vector to this vCPU's APIC ID.
+ *
+ * Counting the exiting instruction: hardware does not count an instruction
+ * that exits to the hypervisor, so a host event with exclude_host misses
+ * every RDMSR/WRMSR vpmu serves.  vpmu_pmu_wrmsr() counts the WRMSR (the
+ * one that enables a counter is counted, the one that disables it is not,
+ * as on bare metal); vpmu_kvm_handle_msr_exit() counts a served RDMSR.
+ *
+ * Threading: a VpmuKvm belongs to its vCPU thread.
+ */
+#ifndef VPMU_KVM_H
+#define VPMU_KVM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vpmu/export.h>
+#include <vpmu/pmu.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kvm_run;
+struct kvm_msr_filter;
+
+typedef struct VpmuKvm VpmuKvm;
+
+typedef struct VpmuKvmOpts {
+    int vm_fd;
+    int vcpu_fd;
+    struct kvm_run *run;            /* the vCPU's mmap()ed kvm_run */
+    uint32_t apic_id;               /* for fixed-vector PMIs (MSI) */
+    const VpmuConfig *cfg;          /* the guest PMU; copied */
+    const VpmuSourceOps *source_ops;
+    void *source;
+    const VpmuFilter *filter;       /* NULL = everything allowed; copied */
+    void (*log)(void *opaque, const char *msg);     /* may be NULL */
+    void *opaque;
+} VpmuKvmOpts;
+
+typedef struct VpmuKvmStats {
+    uint64_t rdmsr_exits, wrmsr_exits;  /* served through libvpmu */
+    uint64_t gp_injected;           /* exits answered with #GP */
+    uint64_t mirrors;               /* KVM_SET_MSRS of counter values */
+    uint64_t mirror_errors;
+    uint64_t pmi_nmi, pmi_fixed;    /* PMIs injected */
+    uint64_t pmi_masked;            /* PMIs dropped: LVTPC masked */
+    uint64_t inject_errors;
+    bool kvm_pmu;                   /* KVM's vPMU is there for RDPMC */
+} VpmuKvmStats;
+
+/* Bytes of bitmap storage vpmu_kvm_msr_filter() may need. */
+#define VPMU_KVM_FILTER_BITMAP_BYTES 0x600
+
+/**
+ * vpmu_kvm_msr_filter() - the MSR filter for @cfg's PMU.
+ * @cfg: the guest PMU (checked).
+ * @filter: filled: KVM_MSR_FILTER_DEFAULT_ALLOW, the fewest ranges that
+ *          make exactly @cfg's PMU MSRs exit (read and write), bitmaps
+ *          pointing into @bitmaps.
+ * @bitmaps, @len: storage for the bitmaps (VPMU_KVM_FILTER_BITMAP_BYTES).
+ *
+ * Return: the number of ranges, or -EINVAL / -ENOSPC.
+ */
+VPMU_API int vpmu_kvm_msr_filter(const VpmuConfig *cfg,
+                                 struct kvm_msr_filter *filter,
+                                 void *bitmaps, size_t len);
+
+/**
+ * vpmu_kvm_new() - the KVM front end of one vCPU, with its VpmuPmu.
+ * Call on the vCPU thread after KVM_CREATE_VCPU, before the first KVM_RUN.
+ *
+ * Return: 0; -EINVAL (bad opts or config, message in @err); -ENOMEM.
+ */
+VPMU_API int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out,
+                          char *err, size_t errlen);
+
+/** vpmu_kvm_free() - free the front end and its PMU; NULL is a no-op. */
+VPMU_API void vpmu_kvm_free(VpmuKvm *k);
+
+/** vpmu_kvm_pmu() - the guest PMU (for QMP, migration, tests). */
+VPMU_API VpmuPmu *vpmu_kvm_pmu(VpmuKvm *k);
+
+/**
+ * vpmu_kvm_cpuid() - apply the PMU's CPUID fields to one guest CPUID leaf.
+ * Return: 0 if @leaf is a PMU leaf (regs updated), -ENOENT otherwise.
+ */
+VPMU_API int vpmu_kvm_cpuid(const VpmuKvm *k, uint32_t leaf,
+                            uint32_t subleaf, uint32_t regs[4]);
+
+/**
+ * vpmu_kvm_handle_msr_exit() - serve a KVM_EXIT_X86_RDMSR/WRMSR.
+ *
+ * Sets run->msr.data (reads) and run->msr.error (1 = #GP).  Mirrors
+ * counters into KVM when the access stops counters or reads the status.
+ * Return: 0 served; -ENOENT not this PMU's MSR (run untouched: the VMM
+ * handles it); -EINVAL not an MSR exit.
+ */
+VPMU_API int vpmu_kvm_handle_msr_exit(VpmuKvm *k);
+
+/**
+ * vpmu_kvm_service() - after every KVM_RUN: deliver a pending PMI
+ * (mirror first, then NMI or vector per LVTPC).  The VMM calls its
+ * source's service first (vpmu_perf_source_service()).
+ * Return: 0, or -errno of a failed injection (counted, logged once).
+ */
+VPMU_API int vpmu_kvm_service(VpmuKvm *k);
+
+/**
+ * vpmu_kvm_mirror() - write every counter's value into KVM's PMCs now.
+ * Return: 0; -ENODEV if KVM has no vPMU; -errno of KVM_SET_MSRS.
+ */
+VPMU_API int vpmu_kvm_mirror(VpmuKvm *k);
+
+/** vpmu_kvm_stats() - copy the statistics into @out. */
+VPMU_API void vpmu_kvm_stats(const VpmuKvm *k, VpmuKvmStats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VPMU_KVM_H */
