@@ -115,7 +115,7 @@ ensure_build() {
 }
 
 # list_tests DIR: one NUL-separated record per registered test:
-#   name, timeout, workdir, in_tests (1 if the executable is DIR/tests/*),
+#   name, timeout, workdir, in_tests (1 if the executable is under DIR/tests/),
 #   should_fail, number of env entries, KEY=VALUE..., argc, argv...
 list_tests() {
     meson introspect --tests "$1" | python3 -c '
@@ -126,7 +126,8 @@ out = []
 for t in json.load(sys.stdin):
     cmd = t["cmd"]
     exe = os.path.realpath(cmd[0])
-    in_tests = os.path.dirname(exe) == os.path.join(builddir, "tests")
+    in_tests = (os.path.dirname(exe) + os.sep).startswith(
+        os.path.join(builddir, "tests") + os.sep)
     env = ["%s=%s" % kv for kv in sorted((t.get("env") or {}).items())]
     out += [t["name"], str(t.get("timeout") or 0),
             t.get("workdir") or builddir, "1" if in_tests else "0",

@@ -7,9 +7,18 @@
 #   perf record -e instructions:u -c P: the number of samples is within 1 of
 #   floor((2N + 6) / P); no throttling or lost records; perf report --stdio
 #   puts >= 99% of the samples in hot_loop.  The same for branches:u.
+#
+#   Cycle overflows come from a timer, not from instruction counts: in one
+#   perf record of loop_100M, cycles/period=2500000/ next to
+#   task-clock/period=1000000/
+#   (one sample per ms of task time) must give cycles samples * 2500000 /
+#   (task-clock samples * 1 ms) within 15% below and 5% above the TSC rate
+#   (the guest's PMI handler stops the cycles counter but not task-clock:
+#   5-10% under TCG).  A cycle timer that fires late loses samples: a
+#   truncated TSC-to-ns ratio once gave 0.56 of the rate.
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
-plan 10
+plan 12
 
 N=5000000
 I=$((2 * N + 6))
@@ -60,5 +69,30 @@ rec() {
 
 rec instructions:u $PI $I
 rec branches:u $PB $B
+
+PC=2500000
+# within X LO HI: numbers, LO <= X <= HI.
+within() { fge "$1" "$2" && fge "$3" "$1"; }
+rm -f cyc.data
+if perf record -q -o cyc.data -e cycles/period=$PC/ -e task-clock/period=1000000/ \
+        -- "$BIN/loop_100M" >rec.log 2>&1 && [ -s cyc.data ]; then
+    pass "perf record -e cycles/period=$PC/ -e task-clock/period=1000000/"
+    perf report -i cyc.data -D 2>/dev/null >dump.txt
+    sed -n 's/.*PERF_RECORD_SAMPLE.* period: \([0-9]*\).*/\1/p' dump.txt >per.txt
+    nc=$(grep -c "^$PC\$" per.txt)
+    nt=$(grep -c '^1000000$' per.txt)
+    mhz=$(tsc_mhz)
+    rate=$(awk -v c="$nc" -v t="$nt" -v p=$PC \
+        'BEGIN { if (t > 0) printf "%.1f", c * p / (t * 1000) }')
+    diag "cycles: $nc samples, task-clock: $nt ms: ${rate:-?} MHz, TSC ${mhz:-?} MHz"
+    lo=$(awk -v m="${mhz:-0}" 'BEGIN { printf "%.1f", m * 0.85 }')
+    hi=$(awk -v m="${mhz:-0}" 'BEGIN { printf "%.1f", m * 1.05 }')
+    check "cycles samples * period / task time within -15%..+5% of the TSC rate" \
+        within "${rate:-x}" "$lo" "$hi"
+else
+    diag_file rec.log
+    fail "perf record -e cycles/period=$PC/ -e task-clock/period=1000000/"
+    fail "cycles samples * period / task time within -15%..+5% of the TSC rate"
+fi
 
 finish
