@@ -57,6 +57,42 @@ void vpmu_counter_close(VpmuCounter *c)
  * counting (degraded), the operator sees it in the statistics and in one
  * log line per PMU.
  */
+/* What emulated events a counter with @ctl counts (VPMU_EMUL_*). */
+static uint8_t counter_emul_bits(const VpmuCtl *ctl)
+{
+    uint8_t os, usr;
+
+    /* Like KVM's kvm_pmu_incr_counter(): only plain event encodings. */
+    if (!ctl->plain) {
+        return 0;
+    }
+    if (ctl->event == VPMU_EVENT_INSTRUCTIONS) {
+        os = VPMU_EMUL_INSN_OS;
+        usr = VPMU_EMUL_INSN_USR;
+    } else if (ctl->event == VPMU_EVENT_BRANCHES) {
+        os = VPMU_EMUL_BR_OS;
+        usr = VPMU_EMUL_BR_USR;
+    } else {
+        return 0;
+    }
+    return (ctl->os ? os : 0) | (ctl->usr ? usr : 0);
+}
+
+/* Every state change goes here: it keeps the emulation bitmap right. */
+static void counter_set_state(VpmuCounter *c, VpmuCounterState state,
+                              const VpmuCtl *ctl)
+{
+    uint64_t bit = BIT_ULL(vpmu_counter_index(c));
+
+    c->state = state;
+    c->emul = state == VPMU_COUNTER_COUNTING ? counter_emul_bits(ctl) : 0;
+    if (c->emul) {
+        c->pmu->emul_counters |= bit;
+    } else {
+        c->pmu->emul_counters &= ~bit;
+    }
+}
+
 static void counter_source_error(VpmuCounter *c, const char *what, int err)
 {
     VpmuPmu *pmu = c->pmu;
@@ -66,7 +102,7 @@ static void counter_source_error(VpmuCounter *c, const char *what, int err)
              "vpmu: counting source %s failed for counter 0x%x: %s; "
              "the counter stops counting", what, c->id, strerror(-err));
     vpmu_counter_close(c);
-    c->state = VPMU_COUNTER_SOURCE_ERROR;
+    counter_set_state(c, VPMU_COUNTER_SOURCE_ERROR, NULL);
 }
 
 /* Set and signal an overflow of @c (SDM 20.2.2, APM 13.2.1). */
@@ -199,7 +235,7 @@ static void counter_stop(VpmuCounter *c, VpmuCounterState state)
             counter_source_error(c, "disable", r);
         }
     }
-    c->state = state;
+    counter_set_state(c, state, NULL);
 }
 
 static bool counter_supported(const VpmuCounter *c, const VpmuCtl *ctl)
@@ -316,7 +352,7 @@ static void counter_program(VpmuCounter *c)
         counter_source_error(c, what, r);
         return;
     }
-    c->state = VPMU_COUNTER_COUNTING;
+    counter_set_state(c, VPMU_COUNTER_COUNTING, &ctl);
 }
 
 void vpmu_counter_reprogram(VpmuCounter *c)
@@ -343,7 +379,7 @@ void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl)
     counter_fold(c);
     if (c->ctl != ctl && c->state != VPMU_COUNTER_COUNTING) {
         /* A new request: a refusal of it is counted again. */
-        c->state = VPMU_COUNTER_OFF;
+        counter_set_state(c, VPMU_COUNTER_OFF, NULL);
     }
     c->ctl = ctl;
     counter_program(c);
@@ -352,14 +388,11 @@ void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl)
 void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
                                unsigned cpl)
 {
-    VpmuCtl ctl;
+    uint8_t want = event == VPMU_EVENT_BRANCHES ?
+                   (cpl == 3 ? VPMU_EMUL_BR_USR : VPMU_EMUL_BR_OS) :
+                   (cpl == 3 ? VPMU_EMUL_INSN_USR : VPMU_EMUL_INSN_OS);
 
-    if (c->state != VPMU_COUNTER_COUNTING) {
-        return;
-    }
-    c->pmu->arch->decode(c, &ctl);
-    /* Like KVM's kvm_pmu_incr_counter(): only plain event encodings. */
-    if (!ctl.plain || ctl.event != event || !(cpl == 3 ? ctl.usr : ctl.os)) {
+    if (!(c->emul & want)) {
         return;
     }
     if (!counter_fold(c)) {

@@ -68,9 +68,20 @@ typedef struct VpmuCounter {
     VpmuSourceAttr attr;    /* what h counts, valid while h != NULL */
     bool src_enabled;
     VpmuCounterState state;
+    /*
+     * VPMU_EMUL_* bits: the emulated instructions/branches it counts (at
+     * which CPL), set from its control while it is COUNTING, so that
+     * vpmu_pmu_wrmsr() and instruction_retired() skip the decode.
+     */
+    uint8_t emul;
 
     uint64_t overflows, pmis, filtered;
 } VpmuCounter;
+
+#define VPMU_EMUL_INSN_OS   (1u << 0)
+#define VPMU_EMUL_INSN_USR  (1u << 1)
+#define VPMU_EMUL_BR_OS     (1u << 2)
+#define VPMU_EMUL_BR_USR    (1u << 3)
 
 /* Kinds of PMU MSR; a backend table maps MSR ranges onto them. */
 typedef enum VpmuMsrKind {
@@ -145,6 +156,8 @@ struct VpmuPmu {
     uint64_t global_ctrl;
     uint64_t global_status;
     uint64_t debugctl;
+    /* Bit i: vpmu_counter_at(pmu, i) has emul bits (counts emulated ones). */
+    uint64_t emul_counters;
 
     VpmuStats stats;
     bool logged[VPMU_LOG__COUNT];
@@ -192,6 +205,12 @@ static inline unsigned vpmu_nr_counters(const VpmuPmu *pmu)
 static inline VpmuCounter *vpmu_counter_at(VpmuPmu *pmu, unsigned i)
 {
     return i < pmu->nr_gp ? &pmu->gp[i] : &pmu->fixed[i - pmu->nr_gp];
+}
+
+/* The inverse of vpmu_counter_at(). */
+static inline unsigned vpmu_counter_index(const VpmuCounter *c)
+{
+    return c->fixed ? c->pmu->nr_gp + c->idx : c->idx;
 }
 
 static inline uint64_t vpmu_status_bit(const VpmuCounter *c)

@@ -219,11 +219,21 @@ int vpmu_pmu_rdmsr(VpmuPmu *pmu, uint32_t msr, uint64_t *val)
     return msr_access(pmu, msr, false, val);
 }
 
-/* Count one retired instruction (and branch) at @cpl on every counter. */
+/*
+ * Count one retired instruction (or branch) at @cpl on every counter that
+ * counts it: only those in the emulation bitmap (KVM precomputes the same,
+ * kvm_pmu_recalc_pmc_emulation()).  Adding may overflow and freeze the PMU,
+ * which reprograms counters and changes the bitmap: re-read it each time.
+ */
 static void count_emulated(VpmuPmu *pmu, VpmuArchEvent event, unsigned cpl)
 {
     for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        vpmu_counter_add_emulated(vpmu_counter_at(pmu, i), event, cpl);
+        if (!(pmu->emul_counters >> i)) {
+            break;
+        }
+        if (pmu->emul_counters & BIT_ULL(i)) {
+            vpmu_counter_add_emulated(vpmu_counter_at(pmu, i), event, cpl);
+        }
     }
 }
 
