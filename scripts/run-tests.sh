@@ -337,7 +337,11 @@ tap_count() {
             p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} k=${BASH_REMATCH[4]:-0}
         fi
     fi
-    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+    # 77: the whole suite skipped (it printed "SKIP <reason>"), as meson's.
+    if [ "$status" -eq 77 ] && [ "$f" -eq 0 ]; then
+        [ "$k" -gt 0 ] || k=1
+        grep -m1 '^SKIP' "$file" | indent || true
+    elif [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1
     fi
     run_pass=$((run_pass + p))
@@ -385,7 +389,8 @@ do_guest_run() {
     else
         guest_suite baremetal guest-tests/baremetal/run.sh \
             -O "$ROOT/build/baremetal" -q "$qemu"
-        for t in guest-tests/linux/run-all.sh guest-tests/migration/*.sh; do
+        for t in guest-tests/linux/run-all.sh guest-tests/migration/*.sh \
+                 guest-tests/kvm/run.sh; do
             if [ -x "$t" ]; then
                 guest_suite "$(basename "$(dirname "$t")")-$(basename "$t" .sh)" \
                     env QEMU="$qemu" "$t"
