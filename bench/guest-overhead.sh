@@ -66,6 +66,10 @@
 #   OUT           where to keep logs and results (default: a new
 #                 /tmp/vpmu-guest-overhead.XXXXXX, kept and printed)
 #   TIMEOUT       per boot, in seconds (default 900)
+#   PARALLEL=1    boot the configurations of a round at the same time, one
+#                 QEMU per host CPU (use with two configurations on a
+#                 two-CPU host, e.g. CONFIGS="a d"): load from elsewhere
+#                 then falls on both sides of each ratio alike
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -106,7 +110,7 @@ out=${OUT:-$(mktemp -d /tmp/vpmu-guest-overhead.XXXXXX)}
 mkdir -p "$out/logs" "$out/image" "$out/overlay/vpmu/bin" "$out/overlay/vpmu/tests"
 out=$(cd "$out" && pwd)
 # The copies of QEMU and the kernel are large; the logs stay.
-cleanup() { rm -rf "$out/image" "$out/overlay" "$out/qemu-system-x86_64"; }
+cleanup() { rm -rf "$out/image" "$out/overlay" "$out"/qemu-*; }
 trap cleanup EXIT
 
 # --- the image: a copy of IMAGE plus a segment with the workload ------------
@@ -140,9 +144,15 @@ declare -A label=(
     [e]="pmu=on, perf record -F 1000 insns")
 ncfg=${#cfgs[@]}
 
+# One copy of QEMU per configuration, so that concurrent boots (PARALLEL=1)
+# can tell their processes apart.
+for c in "${cfgs[@]}"; do
+    ln "$qemu" "$out/qemu-$c" 2>/dev/null || cp "$qemu" "$out/qemu-$c"
+done
+
 # --- host CPU time of our QEMU -----------------------------------------------
-# qemu_pid: the QEMU started from our copy (its path is unique to this run).
-qemu_pid() { pgrep -n -f -- "^$qemu " || true; }
+# qemu_pid PATH: the QEMU started from that copy (unique to this run).
+qemu_pid() { pgrep -n -f -- "^$1 " || true; }
 # qemu_ns PID: "CPU-ns WAIT-ns" summed over the process's threads, without
 # forking (it runs while the workload's start marker is fresh).
 qemu_ns() {
@@ -153,7 +163,7 @@ qemu_ns() {
     done
     echo "$c $w"
 }
-# watch_marks MARKS: copy the serial output (stdin) to stdout without the
+# watch_marks MARKS QEMU: copy the serial output (stdin) to stdout without the
 # CRs; at each BENCH-MARK pair, append "CPU-ns WAIT-ns" of QEMU over the
 # pair to MARKS.  Reads straight from run-guest.sh's tee: anything
 # in between (tr, sed) would buffer the lines until QEMU exits.
@@ -162,7 +172,7 @@ watch_marks() {
     while IFS= read -r line; do
         line=${line%$'\r'}
         printf '%s\n' "$line"
-        [[ -n $pid ]] || pid=$(qemu_pid)
+        [[ -n $pid ]] || pid=$(qemu_pid "$2")
         case $line in
         *'BENCH-MARK start'*)
             read -r c0 w0 < <(qemu_ns "$pid") ;;
@@ -188,11 +198,11 @@ run_one() {   # run_one CFG ROUND
     load=$(cut -d' ' -f1 /proc/loadavg)
     : >"$lg.marks"
     set +e
-    QEMU=$qemu IMAGE=$out/image KERNEL=$kernel CPU=${cpu[$c]} SMP=1 \
+    QEMU=$out/qemu-$c IMAGE=$out/image KERNEL=$kernel CPU=${cpu[$c]} SMP=1 \
         TIMEOUT=$limit LOG=$lg ICOUNT='' INTERACTIVE=0 \
         APPEND="vpmu.bench=${mode[$c]} vpmu.bench_reps=$reps vpmu.bench_rounds=$work${extra[$c]:-}" \
         "$out/run-guest.sh" bench-overhead 2>"$lg.err" |
-        watch_marks "$lg.marks" >"$lg.run"
+        watch_marks "$lg.marks" "$out/qemu-$c" >"$lg.run"
     rc=${PIPESTATUS[0]}
     set -e
     # BENCH lines in order, joined with the marks of the same run.
@@ -221,6 +231,17 @@ run_one() {   # run_one CFG ROUND
 }
 
 for ((r = 1; r <= rounds; r++)); do
+    if [[ ${PARALLEL:-0} == 1 ]]; then
+        pids=()
+        for ((k = 0; k < ncfg; k++)); do
+            run_one "${cfgs[(r - 1 + k) % ncfg]}" "$r" &
+            pids+=($!)
+        done
+        for p in "${pids[@]}"; do
+            wait "$p" || die "round $r: a boot failed (see above)"
+        done
+        continue
+    fi
     for ((k = 0; k < ncfg; k++)); do
         run_one "${cfgs[(r - 1 + k) % ncfg]}" "$r"
     done
