@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fuzz-ringbuf: the vpmu/ringbuf consumer on hostile rings, and the
+ * producer -> consumer path on random traffic.
+ *
+ * Usage: fuzz-ringbuf [--seed N] [--iterations K] [--case I]
+ * Case c depends on (seed, c) only, so --case replays one failure.
+ * Exit 0 when every invariant held, 1 at the first violation.
+ *
+ * Each case picks a data area of 8..4096 bytes (2^n) behind a header page,
+ * in an allocation of exactly that size (so ASan sees any read past it),
+ * and one of three modes:
+ *
+ *  random   random data bytes with planted headers (sizes 0, 4, 8, 24, ...,
+ *           types SAMPLE/LOST/THROTTLE/any), random tail, head near the tail
+ *           or anywhere, sometimes a random header page layout;
+ *  traffic  the producer writes random records while the consumer reads
+ *           and consumes in random batches: the consumer must see exactly
+ *           the records written, in order, with a PERF_RECORD_LOST carrying
+ *           the exact count wherever records were dropped, and no error;
+ *  corrupt  traffic, then random data bytes overwritten, then as random
+ *           (not head: the consumer may still hold a snapshot of it, and
+ *           random mode covers bad heads).
+ *
+ * Invariants for hostile rings: every record returned is 8-byte aligned,
+ * has 8 <= size <=
+ * data_size and equals the ring bytes at the consumer's position (read
+ * modulo the data size); records never add up to more than head - tail;
+ * the loop ends within data_size / 8 + 1 reads; an error is repeatable
+ * (no progress, same code) and vpmu_ring_discard() then empties the ring;
+ * the statistics match what was returned; sample parsing returns 0 or a
+ * documented error.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vpmu/ringbuf.h>
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct Fz {
+    uint64_t rng;
+    unsigned char *mem;
+    size_t map;
+    struct perf_event_mmap_page *pg;
+    unsigned char *data;
+    uint64_t size;
+    const char *fail;
+} Fz;
+
+#define CHECK(z, cond) do { \
+        if (!(cond)) { (z)->fail = #cond; return -1; } \
+    } while (0)
+
+static uint64_t rnd(Fz *z, uint64_t n)
+{
+    return n ? splitmix64(&z->rng) % n : 0;
+}
+
+static void plant_header(Fz *z, uint64_t pos)
+{
+    static const uint16_t sizes[] = { 0, 4, 7, 8, 16, 24, 40, 64, 100, 0xffff };
+    static const uint32_t types[] = { PERF_RECORD_SAMPLE, PERF_RECORD_LOST,
+                                      PERF_RECORD_THROTTLE,
+                                      PERF_RECORD_UNTHROTTLE, 0xdead };
+    struct perf_event_header h = {
+        .type = types[rnd(z, 5)],
+        .size = rnd(z, 4) ? sizes[rnd(z, 10)] : (uint16_t)rnd(z, z->size + 9),
+    };
+    const unsigned char *b = (const void *)&h;
+
+    for (unsigned i = 0; i < sizeof(h); i++) {
+        z->data[(pos + i) & (z->size - 1)] = b[i];
+    }
+}
+
+/* Drain a ring nobody trusts and check every record against the memory. */
+static int check_hostile(Fz *z, VpmuRing *r)
+{
+    uint64_t tail = z->pg->data_tail, head = z->pg->data_head, pos = tail;
+    uint64_t mask = z->size - 1, nrec = 0, lost = 0;
+    const struct perf_event_header *ev;
+    VpmuRingStats st0, st;
+    VpmuRingSample s;
+    int rc;
+
+    vpmu_ring_stats(r, &st0);
+    for (uint64_t n = 0;; n++) {
+        CHECK(z, n <= z->size / 8 + 1);             /* progress or stop */
+        rc = vpmu_ring_read(r, &ev);
+        if (rc != 1) {
+            break;
+        }
+        CHECK(z, ev && ((uintptr_t)ev & 7) == 0);
+        CHECK(z, ev->size >= 8 && ev->size <= z->size);
+        CHECK(z, pos - tail + ev->size <= head - tail);
+        for (unsigned i = 0; i < ev->size; i++) {
+            unsigned char c = ((const unsigned char *)ev)[i];
+            CHECK(z, c == z->data[(pos + i) & mask]);
+        }
+        if (ev->type == PERF_RECORD_LOST) {
+            uint64_t f[3];
+            CHECK(z, ev->size >= sizeof(f));
+            memcpy(f, ev, sizeof(f));
+            lost += f[2];
+        }
+        rc = vpmu_ring_parse_sample(ev, rnd(z, 2) ? PERF_SAMPLE_IP |
+                                    PERF_SAMPLE_TID : splitmix64(&z->rng), &s);
+        CHECK(z, rc == 0 || rc == -EINVAL || rc == -EOPNOTSUPP || rc == -EBADMSG);
+        pos += ev->size;
+        nrec++;
+        if (rnd(z, 4) == 0) {
+            vpmu_ring_consume(r);
+            CHECK(z, z->pg->data_tail == pos);
+        }
+    }
+    CHECK(z, rc == 0 || rc == -EBADMSG);
+    vpmu_ring_stats(r, &st);
+    CHECK(z, st.records - st0.records == nrec);
+    CHECK(z, st.lost_events - st0.lost_events == lost);
+    if (rc == -EBADMSG) {
+        CHECK(z, *vpmu_ring_error(r) != '\0');
+        CHECK(z, vpmu_ring_read(r, &ev) == -EBADMSG && !ev);  /* repeatable */
+        CHECK(z, st.errors - st0.errors == 1);
+        CHECK(z, vpmu_ring_discard(r) == head - pos);
+        CHECK(z, z->pg->data_tail == head);
+        CHECK(z, vpmu_ring_read(r, &ev) == 0);
+    } else {
+        CHECK(z, pos == head);
+    }
+    return 0;
+}
+
+static int case_random(Fz *z)
+{
+    VpmuRing *r = NULL;
+    uint64_t tail = rnd(z, 3) ? rnd(z, 1u << 20) : (uint64_t)0 - rnd(z, 64);
+    int rc;
+
+    for (uint64_t i = 0; i < z->size; i++) {
+        z->data[i] = (unsigned char)splitmix64(&z->rng);
+    }
+    for (unsigned k = rnd(z, 8); k; k--) {
+        plant_header(z, tail + rnd(z, z->size));
+    }
+    plant_header(z, tail);
+    z->pg->data_tail = tail;
+    switch (rnd(z, 4)) {
+    case 0:  z->pg->data_head = splitmix64(&z->rng); break;
+    case 1:  z->pg->data_head = tail - rnd(z, 16); break;
+    default: z->pg->data_head = tail + rnd(z, z->size + 16); break;
+    }
+    if (rnd(z, 8) == 0) {
+        /* A random layout: must be refused or stay inside the mapping. */
+        z->pg->data_offset = rnd(z, 2) ? rnd(z, z->map + 64) : (uint64_t)sysconf(_SC_PAGESIZE);
+        z->pg->data_size = rnd(z, 2) ? rnd(z, z->map) : z->size;
+    }
+    rc = vpmu_ring_new(z->mem, z->map, &r);
+    if (z->pg->data_size && rc == 0) {
+        CHECK(z, z->pg->data_offset + vpmu_ring_data_size(r) <= z->map);
+        z->data = z->mem + z->pg->data_offset;
+        z->size = vpmu_ring_data_size(r);
+    }
+    CHECK(z, rc == 0 || rc == -EINVAL);
+    rc = rc == 0 ? check_hostile(z, r) : 0;        /* refused: fine */
+    vpmu_ring_free(r);
+    return rc;
+}
+
+/* Expected records of the traffic mode: a FIFO of (type, size, seed). */
+typedef struct Want {
+    uint32_t type;
+    uint16_t size;
+    uint64_t seed;          /* LOST: the count */
+} Want;
+
+static int read_expect(Fz *z, VpmuRing *r, Want *q, size_t *qh, size_t qt,
+                       unsigned max)
+{
+    const struct perf_event_header *ev;
+    uint64_t f[3];
+
+    for (unsigned n = 0; n < max && *qh < qt; n++) {
+        const Want *w = &q[(*qh)++];
+        CHECK(z, vpmu_ring_read(r, &ev) == 1);
+        CHECK(z, ((uintptr_t)ev & 7) == 0);
+        CHECK(z, ev->type == w->type && ev->size == w->size);
+        if (w->type == PERF_RECORD_LOST) {
+            memcpy(f, ev, sizeof(f));
+            CHECK(z, f[1] == 7 && f[2] == w->seed);
+            continue;
+        }
+        for (unsigned i = 8; i < w->size; i++) {
+            CHECK(z, ((const unsigned char *)ev)[i] == (unsigned char)(w->seed + i));
+        }
+    }
+    return 0;
+}
+
+static int case_traffic(Fz *z, bool corrupt)
+{
+    size_t cap = 4096, qh = 0, qt = 0;
+    Want *q = calloc(cap, sizeof(*q));
+    unsigned char buf[512];
+    VpmuRingProducer *p = NULL;
+    VpmuRing *r = NULL;
+    uint64_t pending = 0, start = rnd(z, 2) ? 0 : (uint64_t)0 - rnd(z, 256);
+    const struct perf_event_header *ev;
+    int rc = -1;
+
+    z->pg->data_head = z->pg->data_tail = start;
+    if (!q || vpmu_ring_producer_new(z->mem, z->map, 7, &p) ||
+        vpmu_ring_new(z->mem, z->map, &r)) {
+        z->fail = "setup";
+        goto out;
+    }
+    /* Below 32 bytes no record fits beside a LOST: producer refuses all. */
+    for (unsigned op = 0; z->size >= 32 && op < 64 && qt + 2 < cap; op++) {
+        uint64_t limit = z->size - 24 < 500 ? z->size - 24 : 500;
+        struct perf_event_header h = {
+            .type = (uint32_t)rnd(z, 2) ? PERF_RECORD_SAMPLE : 100 + (uint32_t)rnd(z, 9),
+            .size = (uint16_t)(8 + rnd(z, limit - 7)),
+        };
+        uint64_t seed = splitmix64(&z->rng);
+
+        memcpy(buf, &h, sizeof(h));
+        for (unsigned i = 8; i < h.size; i++) {
+            buf[i] = (unsigned char)(seed + i);
+        }
+        rc = vpmu_ring_producer_write(p, (void *)buf);
+        if (rc == -ENOSPC) {
+            pending++;
+        } else if (rc == 0) {
+            if (pending) {
+                q[qt++] = (Want){ PERF_RECORD_LOST, 24, pending };
+                pending = 0;
+            }
+            q[qt++] = (Want){ h.type, h.size, seed };
+        } else {
+            z->fail = "producer_write: unexpected error";
+            goto out;
+        }
+        if (rnd(z, 3) == 0) {
+            if (read_expect(z, r, q, &qh, qt, (unsigned)rnd(z, 6)) < 0) {
+                goto out;
+            }
+            vpmu_ring_consume(r);
+        }
+    }
+    rc = -1;
+    if (!corrupt) {
+        if (read_expect(z, r, q, &qh, qt, ~0u) < 0 || vpmu_ring_read(r, &ev) != 0) {
+            z->fail = z->fail ? z->fail : "traffic: records left or error";
+            goto out;
+        }
+    } else {
+        for (unsigned k = 1 + rnd(z, 4); k; k--) {
+            z->data[rnd(z, z->size)] = (unsigned char)splitmix64(&z->rng);
+        }
+        if (check_hostile(z, r) < 0) {
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    vpmu_ring_free(r);
+    vpmu_ring_producer_free(p);
+    free(q);
+    return rc;
+}
+
+static int run_case(uint64_t seed, uint64_t c, uint64_t *mode_out)
+{
+    Fz z = { .rng = seed ^ (c * 0xd1342543de82ef95ull) };
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uint64_t mode = rnd(&z, 3);
+    int rc;
+
+    z.size = 1ull << (3 + rnd(&z, 10));
+    z.map = pg + z.size;
+    z.mem = malloc(z.map);          /* exact size: ASan flags any overread */
+    if (!z.mem) {
+        return -1;
+    }
+    memset(z.mem, 0, z.map);
+    z.pg = (void *)z.mem;
+    z.data = z.mem + pg;
+    rc = mode == 0 ? case_random(&z) : case_traffic(&z, mode == 2);
+    if (rc < 0) {
+        printf("fuzz-ringbuf: invariant violated: %s (mode %" PRIu64
+               ", data size %" PRIu64 ")\n", z.fail ? z.fail : "?", mode, z.size);
+    }
+    *mode_out = mode;
+    free(z.mem);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const names[3] = { "--seed", "--iterations", "--case" };
+    uint64_t arg[3] = { 1, 20000, UINT64_MAX }, modes[3] = { 0 }, mode;
+
+    for (int i = 1; i < argc; i += 2) {
+        int k = 0;
+        while (k < 3 && strcmp(argv[i], names[k])) {
+            k++;
+        }
+        if (k == 3 || i + 1 >= argc) {
+            fprintf(stderr, "usage: fuzz-ringbuf [--seed N] [--iterations K] "
+                    "[--case I]\n");
+            return 2;
+        }
+        arg[k] = strtoull(argv[i + 1], NULL, 0);
+    }
+    for (uint64_t c = 0; c < arg[1]; c++) {
+        uint64_t cc = arg[2] == UINT64_MAX ? c : arg[2];
+        if (run_case(arg[0], cc, &mode) < 0) {
+            printf("fuzz-ringbuf: replay with: fuzz-ringbuf --seed %" PRIu64
+                   " --case %" PRIu64 "\n", arg[0], cc);
+            return 1;
+        }
+        modes[mode]++;
+        if (arg[2] != UINT64_MAX) {
+            break;
+        }
+    }
+    printf("fuzz-ringbuf: seed %" PRIu64 ": %" PRIu64 " random, %" PRIu64
+           " traffic, %" PRIu64 " corrupt cases, all invariants held\n",
+           arg[0], modes[0], modes[1], modes[2]);
+    return 0;
+}

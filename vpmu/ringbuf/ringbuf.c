@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The perf mmap ring: layout, consumer and producer (include/vpmu/ringbuf.h).
+ *
+ * Modelled on tools/lib/perf/mmap.c (perf_mmap__read_event) and
+ * tools/lib/bpf/ringbuf.c.  Both ends share the layout code and the two
+ * wrap-around copies, so tests can drive one against the other on plain
+ * memory without a kernel.
+ */
+#include <vpmu/ringbuf.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A record's size is a __u16 (struct perf_event_header.size). */
+#define RING_MAX_RECORD     0xffffu
+#define RING_HDR_SIZE       ((uint64_t)sizeof(struct perf_event_header))
+
+/* PERF_RECORD_LOST: { header; u64 id; u64 lost; } (+ sample_id, optional). */
+typedef struct RingLost {
+    struct perf_event_header header;
+    uint64_t id;
+    uint64_t lost;
+} RingLost;
+
+typedef struct RingLayout {
+    struct perf_event_mmap_page *page;
+    unsigned char *data;
+    uint64_t size;          /* data_size, a power of two */
+    uint64_t mask;          /* size - 1 */
+} RingLayout;
+
+struct VpmuRing {
+    RingLayout l;
+    uint64_t pos;           /* start of the next record */
+    uint64_t head;          /* data_head as last loaded */
+    unsigned char *bounce;  /* min(size, RING_MAX_RECORD) bytes */
+    VpmuRingStats stats;
+    char err[128];
+};
+
+struct VpmuRingProducer {
+    RingLayout l;
+    uint64_t head;          /* our data_head, published after each record */
+    uint64_t lost_id;
+    uint64_t pending_lost;  /* dropped since the last PERF_RECORD_LOST */
+    VpmuRingProducerStats stats;
+};
+
+/*
+ * Find the data area.  data_offset/data_size exist since Linux 4.1; an
+ * older kernel (or fresh memory) has zeros there, and the data then starts
+ * one page in and runs to the end of the mapping.  With @init the default
+ * is written back so that consumers of the same memory agree.
+ */
+static int ring_layout(void *base, size_t map_size, bool init, RingLayout *l)
+{
+    struct perf_event_mmap_page *pg = base;
+    uint64_t off, size;
+
+    if (!base || ((uintptr_t)base & 7) || map_size < sizeof(*pg)) {
+        return -EINVAL;
+    }
+    off = pg->data_offset;
+    size = pg->data_size;
+    if (off == 0 && size == 0) {
+        off = (uint64_t)sysconf(_SC_PAGESIZE);
+        size = map_size > off ? map_size - off : 0;
+        if (init && size) {
+            pg->data_offset = off;
+            pg->data_size = size;
+        }
+    }
+    /* The data must follow the header fields, be 8-aligned, and fit. */
+    if (size == 0 || (size & (size - 1)) || off < sizeof(*pg) || (off & 7) ||
+        off > map_size || size > map_size - off) {
+        return -EINVAL;
+    }
+    l->page = pg;
+    l->data = (unsigned char *)base + off;
+    l->size = size;
+    l->mask = size - 1;
+    return 0;
+}
+
+/* Copy @len bytes at ring position @pos out, in two pieces if it wraps. */
+static void ring_copy_out(const RingLayout *l, uint64_t pos, void *dst,
+                          size_t len)
+{
+    size_t off = pos & l->mask;
+    size_t first = len < l->size - off ? len : l->size - off;
+
+    memcpy(dst, l->data + off, first);
+    memcpy((unsigned char *)dst + first, l->data, len - first);
+}
+
+/* Copy @len bytes in at ring position @pos, in two pieces if it wraps. */
+static void ring_copy_in(const RingLayout *l, uint64_t pos, const void *src,
+                         size_t len)
+{
+    size_t off = pos & l->mask;
+    size_t first = len < l->size - off ? len : l->size - off;
+
+    memcpy(l->data + off, src, first);
+    memcpy(l->data, (const unsigned char *)src + first, len - first);
+}
+
+int vpmu_ring_new(void *base, size_t map_size, VpmuRing **out)
+{
+    VpmuRing *r = NULL;
+    int err;
+
+    *out = NULL;
+    r = calloc(1, sizeof(*r));
+    if (!r) {
+        return -ENOMEM;
+    }
+    err = ring_layout(base, map_size, false, &r->l);
+    if (err) {
+        goto fail;
+    }
+    r->bounce = malloc(r->l.size < RING_MAX_RECORD ? r->l.size : RING_MAX_RECORD);
+    if (!r->bounce) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    /* Only this consumer writes data_tail, so a plain snapshot is enough. */
+    r->pos = __atomic_load_n(&r->l.page->data_tail, __ATOMIC_RELAXED);
+    r->head = r->pos;
+    *out = r;
+    return 0;
+
+fail:
+    vpmu_ring_free(r);
+    return err;
+}
+
+void vpmu_ring_free(VpmuRing *ring)
+{
+    if (ring) {
+        free(ring->bounce);
+        free(ring);
+    }
+}
+
+__attribute__((format(printf, 2, 3)))
+static int ring_bad(VpmuRing *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof(r->err), fmt, ap);
+    va_end(ap);
+    r->stats.errors++;
+    return -EBADMSG;
+}
+
+/*
+ * Count the record kinds the statistics track, from the validated header
+ * copy @hdr; @rec holds hdr->size readable bytes.  A short LOST is malformed.
+ */
+static int ring_account(VpmuRing *r, const struct perf_event_header *hdr,
+                        const void *rec)
+{
+    RingLost lost;
+
+    switch (hdr->type) {
+    case PERF_RECORD_SAMPLE:
+        r->stats.samples++;
+        break;
+    case PERF_RECORD_LOST:
+        if (hdr->size < sizeof(lost)) {
+            return ring_bad(r, "PERF_RECORD_LOST of %u bytes at %#llx, "
+                            "needs %zu", hdr->size,
+                            (unsigned long long)r->pos, sizeof(lost));
+        }
+        memcpy(&lost, rec, sizeof(lost));
+        r->stats.lost_records++;
+        r->stats.lost_events += lost.lost;
+        break;
+    case PERF_RECORD_THROTTLE:
+        r->stats.throttle++;
+        break;
+    case PERF_RECORD_UNTHROTTLE:
+        r->stats.unthrottle++;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int vpmu_ring_read(VpmuRing *r, const struct perf_event_header **ev)
+{
+    struct perf_event_header hdr;
+    uint64_t avail, off;
+    const void *rec;
+    int err;
+
+    *ev = NULL;
+    if (r->head == r->pos) {
+        /*
+         * Pairs with the producer's release store of data_head (kernel:
+         * smp_store_release() in perf_output_put_handle(); ours:
+         * vpmu_ring_producer_write()): the record bytes below head are
+         * visible once head is.
+         */
+        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
+    }
+    avail = r->head - r->pos;
+    if (avail == 0) {
+        return 0;
+    }
+    if ((int64_t)avail < 0) {
+        return ring_bad(r, "data_head %#llx is behind the tail %#llx",
+                        (unsigned long long)r->head, (unsigned long long)r->pos);
+    }
+    if (avail > r->l.size) {
+        return ring_bad(r, "data_head %#llx is %#llx bytes ahead of the tail, "
+                        "more than the ring (%#llx)", (unsigned long long)r->head,
+                        (unsigned long long)avail, (unsigned long long)r->l.size);
+    }
+    if (avail < RING_HDR_SIZE) {
+        return ring_bad(r, "truncated record at %#llx: %llu bytes, no header",
+                        (unsigned long long)r->pos, (unsigned long long)avail);
+    }
+    off = r->pos & r->l.mask;
+    if (off + sizeof(hdr) <= r->l.size) {
+        memcpy(&hdr, r->l.data + off, sizeof(hdr));     /* one 8-byte load */
+    } else {
+        /* The header straddles the end (sizes not 8-aligned, or fuzzing). */
+        ring_copy_out(&r->l, r->pos, &hdr, sizeof(hdr));
+    }
+    if (hdr.size < RING_HDR_SIZE || hdr.size > r->l.size) {
+        return ring_bad(r, "record at %#llx has size %u (type %u), outside "
+                        "[8, %llu]", (unsigned long long)r->pos, hdr.size,
+                        hdr.type, (unsigned long long)r->l.size);
+    }
+    if (hdr.size > avail) {
+        return ring_bad(r, "truncated record at %#llx: size %u, %llu bytes "
+                        "published", (unsigned long long)r->pos, hdr.size,
+                        (unsigned long long)avail);
+    }
+    if (off + hdr.size <= r->l.size && (off & 7) == 0) {
+        rec = r->l.data + off;
+    } else {
+        /*
+         * Straddles the end: deliver it contiguous from the bounce buffer.
+         * So does a record at an offset that is not 8-aligned (the kernel
+         * never writes one), so that callers get an aligned struct.
+         */
+        ring_copy_out(&r->l, r->pos, r->bounce, hdr.size);
+        memcpy(r->bounce, &hdr, sizeof(hdr));
+        rec = r->bounce;
+    }
+    /* Account from the validated header, never from memory read twice. */
+    err = ring_account(r, &hdr, rec);
+    if (err) {
+        return err;
+    }
+    if (off + hdr.size > r->l.size) {
+        r->stats.wrapped++;
+    } else if (rec == r->bounce) {
+        r->stats.unaligned++;
+    }
+    r->pos += hdr.size;
+    r->stats.records++;
+    r->stats.bytes += hdr.size;
+    *ev = rec;
+    return 1;
+}
+
+void vpmu_ring_consume(VpmuRing *r)
+{
+    /*
+     * Pairs with the producer's load of data_tail before it writes (kernel:
+     * READ_ONCE + smp_mb() in perf_output_begin(); ours: the acquire in
+     * vpmu_ring_producer_write()): our reads of the records finish before
+     * the producer may overwrite them.
+     */
+    __atomic_store_n(&r->l.page->data_tail, r->pos, __ATOMIC_RELEASE);
+}
+
+uint64_t vpmu_ring_discard(VpmuRing *r)
+{
+    uint64_t head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
+    uint64_t skipped = head - r->pos;
+
+    r->pos = r->head = head;
+    vpmu_ring_consume(r);
+    return skipped;
+}
+
+void vpmu_ring_stats(const VpmuRing *r, VpmuRingStats *out)
+{
+    *out = r->stats;
+}
+
+const char *vpmu_ring_error(const VpmuRing *r)
+{
+    return r->err;
+}
+
+uint64_t vpmu_ring_data_size(const VpmuRing *r)
+{
+    return r->l.size;
+}
+
+int vpmu_ring_producer_new(void *base, size_t map_size, uint64_t lost_id,
+                           VpmuRingProducer **out)
+{
+    VpmuRingProducer *p;
+    int err;
+
+    *out = NULL;
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        return -ENOMEM;
+    }
+    err = ring_layout(base, map_size, true, &p->l);
+    if (err) {
+        vpmu_ring_producer_free(p);
+        return err;
+    }
+    /* Only this producer writes data_head. */
+    p->head = __atomic_load_n(&p->l.page->data_head, __ATOMIC_RELAXED);
+    p->lost_id = lost_id;
+    *out = p;
+    return 0;
+}
+
+void vpmu_ring_producer_free(VpmuRingProducer *prod)
+{
+    free(prod);
+}
+
+int vpmu_ring_producer_write(VpmuRingProducer *p,
+                             const struct perf_event_header *ev)
+{
+    uint64_t tail, used, need = ev->size;
+    RingLost lost = { .header = { .type = PERF_RECORD_LOST,
+                                  .size = sizeof(RingLost) } };
+
+    if (need < RING_HDR_SIZE || need + sizeof(lost) > p->l.size) {
+        return -EINVAL;
+    }
+    /*
+     * Pairs with the consumer's release store of data_tail
+     * (vpmu_ring_consume()): the consumer is done reading below tail
+     * before we overwrite it.
+     */
+    tail = __atomic_load_n(&p->l.page->data_tail, __ATOMIC_ACQUIRE);
+    used = p->head - tail;
+    if (used > p->l.size) {
+        return -EBADMSG;
+    }
+    if (p->pending_lost) {
+        need += sizeof(lost);
+    }
+    if (need > p->l.size - used) {
+        /* As perf_output_begin(): drop it, and say so once space frees. */
+        p->pending_lost++;
+        p->stats.dropped++;
+        return -ENOSPC;
+    }
+    if (p->pending_lost) {
+        lost.id = p->lost_id;
+        lost.lost = p->pending_lost;
+        ring_copy_in(&p->l, p->head, &lost, sizeof(lost));
+        p->head += sizeof(lost);
+        p->pending_lost = 0;
+        p->stats.lost_records++;
+        p->stats.bytes += sizeof(lost);
+    }
+    ring_copy_in(&p->l, p->head, ev, ev->size);
+    p->head += ev->size;
+    p->stats.records++;
+    p->stats.bytes += ev->size;
+    /*
+     * Pairs with the consumer's acquire load of data_head
+     * (vpmu_ring_read()): the record is written before head covers it.
+     */
+    __atomic_store_n(&p->l.page->data_head, p->head, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void vpmu_ring_producer_stats(const VpmuRingProducer *p,
+                              VpmuRingProducerStats *out)
+{
+    *out = p->stats;
+}
