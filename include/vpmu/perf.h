@@ -83,11 +83,18 @@ typedef struct VpmuPerfSourceOpts {
     bool pinned;                /* attr.pinned: guaranteed or an error */
     VpmuPerfMultiplex multiplex;
     VpmuVendor guest_vendor;    /* raw events only if the host's is the same */
-    uint64_t tsc_hz;            /* guest TSC rate, for the task-clock fallback */
+    uint64_t tsc_hz;            /* guest TSC rate, for the task-clock
+                                   fallback; 0 = 1 GHz; at most 10 GHz */
     int notify_signal;          /* overflow signal to tid; 0 = none (poll) */
     unsigned idle_passes;       /* release parked events after this many
                                    service passes unused; 0 = default (64) */
     const VpmuPerfSys *sys;     /* NULL = the real system calls; copied */
+    /* Added by the perf source (not in the lead's draft): */
+    VpmuVendor host_vendor;     /* 0 = detect with CPUID (GenuineIntel,
+                                   AuthenticAMD/HygonGenuine) */
+    bool no_reuse;              /* close host events at once, never park
+                                   them or update them in place (for
+                                   measuring what reuse saves) */
     void (*log)(void *opaque, const char *msg);     /* may be NULL */
     void *opaque;
 } VpmuPerfSourceOpts;

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * One host perf event of the perf counting source: how a guest counter's
+ * request becomes a perf_event_attr, the system calls (every one through
+ * VpmuPerfSys, so that a privileged helper or a test can stand in), and
+ * how a read(2) becomes a guest count (multiplex scaling, the task-clock
+ * fallback's ns -> ticks conversion, the pinned error state).
+ */
+#include "perf-priv.h"
+
+#include <cpuid.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/*
+ * Architectural event -> the host's generic hardware event
+ * (include/uapi/linux/perf_event.h, enum perf_hw_id).  Topdown Slots has
+ * no generic event: it is never offered.
+ */
+static const struct {
+    bool valid;
+    uint64_t config;
+} hw_generic[VPMU_EVENT__COUNT] = {
+    [VPMU_EVENT_CYCLES] = { true, PERF_COUNT_HW_CPU_CYCLES },
+    [VPMU_EVENT_INSTRUCTIONS] = { true, PERF_COUNT_HW_INSTRUCTIONS },
+    [VPMU_EVENT_REF_CYCLES] = { true, PERF_COUNT_HW_REF_CPU_CYCLES },
+    [VPMU_EVENT_LLC_REFERENCES] = { true, PERF_COUNT_HW_CACHE_REFERENCES },
+    [VPMU_EVENT_LLC_MISSES] = { true, PERF_COUNT_HW_CACHE_MISSES },
+    [VPMU_EVENT_BRANCHES] = { true, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+    [VPMU_EVENT_BRANCH_MISSES] = { true, PERF_COUNT_HW_BRANCH_MISSES },
+};
+
+_Static_assert(sizeof(VpmuPerfReading) == 3 * sizeof(uint64_t),
+               "read(2) layout: value, time_enabled, time_running");
+
+/* --- system calls --------------------------------------------------- */
+
+int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr)
+{
+    /* The fd must not leak into a child the front end may exec. */
+    unsigned long flags = PERF_FLAG_FD_CLOEXEC;
+    long r;
+
+    if (src->sys.open) {
+        return src->sys.open(src->sys.ctx, pattr, src->tid, -1, -1, flags);
+    }
+    r = syscall(SYS_perf_event_open, pattr, src->tid, -1, -1, flags);
+    return r < 0 ? -errno : (int)r;
+}
+
+int vpmu_perf_sys_ioctl(VpmuPerfSource *src, int fd, unsigned long req,
+                        unsigned long arg)
+{
+    int r;
+
+    if (src->sys.ioctl) {
+        return src->sys.ioctl(src->sys.ctx, fd, req, arg);
+    }
+    r = ioctl(fd, req, arg);
+    return r < 0 ? -errno : r;
+}
+
+static ssize_t sys_read(VpmuPerfSource *src, int fd, void *buf, size_t len)
+{
+    ssize_t r;
+
+    if (src->sys.read) {
+        return src->sys.read(src->sys.ctx, fd, buf, len);
+    }
+    r = read(fd, buf, len);
+    return r < 0 ? -errno : r;
+}
+
+static int sys_fcntl(VpmuPerfSource *src, int fd, int cmd, unsigned long arg)
+{
+    int r;
+
+    if (src->sys.fcntl) {
+        return src->sys.fcntl(src->sys.ctx, fd, cmd, arg);
+    }
+    r = fcntl(fd, cmd, arg);
+    return r < 0 ? -errno : r;
+}
+
+void vpmu_perf_sys_close(VpmuPerfSource *src, int fd)
+{
+    /* close(2) releases the fd even when it reports an error. */
+    if (src->sys.close) {
+        src->sys.close(src->sys.ctx, fd);
+    } else {
+        close(fd);
+    }
+}
+
+VpmuVendor vpmu_perf_host_vendor(void)
+{
+    unsigned int eax, ebx, ecx, edx;
+    char id[13];
+
+    /* CPUID.0: the vendor string in EBX, EDX, ECX (SDM Vol. 2A CPUID). */
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
+        return 0;
+    }
+    memcpy(id, &ebx, 4);
+    memcpy(id + 4, &edx, 4);
+    memcpy(id + 8, &ecx, 4);
+    id[12] = '\0';
+    if (!strcmp(id, "GenuineIntel")) {
+        return VPMU_VENDOR_INTEL;
+    }
+    /* Hygon's Dhyana is an AMD Zen core with AMD's PMU. */
+    if (!strcmp(id, "AuthenticAMD") || !strcmp(id, "HygonGenuine")) {
+        return VPMU_VENDOR_AMD;
+    }
+    return 0;
+}
+
+void vpmu_perf_log(VpmuPerfSource *src, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    if (!src->opts.log) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    src->opts.log(src->opts.opaque, msg);
+}
+
+/* Count a failed system call; returns @err for "return vpmu_perf_fail()". */
+int vpmu_perf_fail(VpmuPerfSource *src, bool open, int err)
+{
+    if (open) {
+        src->stats.open_errors++;
+    } else {
+        src->stats.ioctl_errors++;
+    }
+    src->stats.last_error = err;
+    if (!src->logged_error) {
+        src->logged_error = true;
+        vpmu_perf_log(src, "vpmu-perf: host %s failed: %s; the guest "
+                      "counter stops counting (further failures are only "
+                      "counted)", open ? "perf_event_open" : "event I/O",
+                      strerror(-err));
+    }
+    return err;
+}
+
+/* --- unit conversions for the task-clock fallback --------------------- */
+
+/*
+ * floor(ns * hz / 1e9) without a 128-bit product: split ns into whole
+ * seconds and the rest; (ns % 1e9) * hz < 1e9 * VPMU_PERF_TSC_HZ_MAX fits.
+ */
+uint64_t vpmu_perf_ns_to_ticks(uint64_t ns, uint64_t hz)
+{
+    return (ns / VPMU_NS_PER_SEC) * hz +
+           (ns % VPMU_NS_PER_SEC) * hz / VPMU_NS_PER_SEC;
+}
+
+/* ceil(ticks * 1e9 / hz), split the same way (ticks % hz < hz). */
+uint64_t vpmu_perf_ticks_to_ns(uint64_t ticks, uint64_t hz)
+{
+    uint64_t rem = (ticks % hz) * VPMU_NS_PER_SEC;
+
+    return (ticks / hz) * VPMU_NS_PER_SEC + rem / hz + (rem % hz != 0);
+}
+
+/*
+ * The host sample period for a guest period.  The fallback rounds the
+ * period up to whole ns and the count down to whole ticks, so the guest
+ * overflow is never early; perf_event_attr.sample_period must not have
+ * bit 63 set (the kernel refuses it), a 48-bit guest period never has.
+ */
+uint64_t vpmu_perf_host_period(const VpmuPerfSource *src, bool clock,
+                               uint64_t guest_period)
+{
+    if (!clock) {
+        return guest_period;
+    }
+    return vpmu_perf_ticks_to_ns(guest_period, src->opts.tsc_hz);
+}
+
+/* --- the perf_event_attr ------------------------------------------------ */
+
+static int attr_event(const VpmuPerfSource *src, const VpmuSourceAttr *a,
+                      struct perf_event_attr *out)
+{
+    if (src->clock_only) {
+        /* Only cycles and ref-cycles: the thread's CPU time at tsc_hz. */
+        if ((a->event != VPMU_EVENT_CYCLES &&
+             a->event != VPMU_EVENT_REF_CYCLES) ||
+            (a->raw_config & VPMU_EVTSEL_MODIFIERS)) {
+            return -EOPNOTSUPP;
+        }
+        out->type = PERF_TYPE_SOFTWARE;
+        out->config = PERF_COUNT_SW_TASK_CLOCK;
+        return 0;
+    }
+    if (a->event == VPMU_EVENT_RAW) {
+        /*
+         * The guest's encoding is the host's PERF_TYPE_RAW config only on
+         * the same vendor (Intel PERFEVTSEL / AMD PERF_CTL, bits 35:32 =
+         * AMD EventSelect[11:8] included); EDGE/INV/CMASK go along.
+         */
+        if (!vpmu_perf_source_raw_events(src)) {
+            return -EOPNOTSUPP;
+        }
+        out->type = PERF_TYPE_RAW;
+        out->config = a->raw_config;
+        return 0;
+    }
+    /* A generic event cannot carry EDGE/INV/CMASK. */
+    if (a->event >= VPMU_EVENT__COUNT || !hw_generic[a->event].valid ||
+        (a->raw_config & VPMU_EVTSEL_MODIFIERS)) {
+        return -EOPNOTSUPP;
+    }
+    out->type = PERF_TYPE_HARDWARE;
+    out->config = hw_generic[a->event].config;
+    return 0;
+}
+
+int vpmu_perf_build_attr(const VpmuPerfSource *src, const VpmuSourceAttr *a,
+                         struct perf_event_attr *out)
+{
+    int r;
+
+    /* Zeroed whole (padding too): vpmu_perf_same_key() compares bytes. */
+    memset(out, 0, sizeof(*out));
+    r = attr_event(src, a, out);
+    if (r < 0) {
+        return r;
+    }
+    out->size = sizeof(*out);
+    out->disabled = 1;
+    out->pinned = src->opts.pinned;
+    out->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                       PERF_FORMAT_TOTAL_TIME_RUNNING;
+    out->sample_period = vpmu_perf_host_period(src, src->clock_only,
+                                               a->sample_period);
+    if (!src->clock_only) {
+        /*
+         * USR/OS are guest CPLs: with exclude_host the host PMU applies
+         * them to the guest.  The task clock cannot tell guest from host
+         * mode (it counts the thread's CPU time), so the fallback sets
+         * neither: its sampling would test the *host* mode of the
+         * interrupted context, and a vCPU in KVM_RUN is in host kernel.
+         */
+        out->exclude_user = !a->count_user;
+        out->exclude_kernel = !a->count_kernel;
+        out->exclude_hv = 1;
+        out->exclude_host = src->opts.exclude_host;
+    }
+    return 0;
+}
+
+/* Everything that went into the attr except the period decides reuse. */
+bool vpmu_perf_same_key(const struct perf_event_attr *a,
+                        const struct perf_event_attr *b)
+{
+    struct perf_event_attr x = *a, y = *b;
+
+    x.sample_period = 0;
+    y.sample_period = 0;
+    return memcmp(&x, &y, sizeof(x)) == 0;
+}
+
+/* --- open and read ------------------------------------------------------ */
+
+/*
+ * Overflow signal to the vCPU thread: F_SETSIG and the owner first, so
+ * that no overflow can send SIGIO to the process before O_ASYNC is
+ * pointed at the right thread (fcntl(2), "Managing signals").
+ */
+static int event_notify(VpmuPerfSource *src, int fd)
+{
+    struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = src->tid };
+    int r;
+
+    r = sys_fcntl(src, fd, F_SETSIG, (unsigned long)src->opts.notify_signal);
+    if (r >= 0) {
+        r = sys_fcntl(src, fd, F_SETOWN_EX, (unsigned long)&owner);
+    }
+    if (r >= 0) {
+        r = sys_fcntl(src, fd, F_SETFL, O_ASYNC);
+    }
+    return r < 0 ? r : 0;
+}
+
+int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
+                         int *fd)
+{
+    int r = vpmu_perf_sys_open(src, pattr);
+
+    if (r < 0) {
+        return vpmu_perf_fail(src, true, r);
+    }
+    *fd = r;
+    src->stats.opens++;
+    if (src->opts.notify_signal) {
+        r = event_notify(src, *fd);
+        if (r < 0) {
+            vpmu_perf_sys_close(src, *fd);
+            src->stats.releases++;
+            *fd = -1;
+            return vpmu_perf_fail(src, false, r);
+        }
+    }
+    return 0;
+}
+
+/* dv scaled by de / dr, in 128 bits: dv * de overflows 64 bits easily. */
+static uint64_t scale(uint64_t dv, uint64_t de, uint64_t dr)
+{
+    return (uint64_t)((unsigned __int128)dv * de / dr);
+}
+
+/* The event is in error state: the host could not keep a pinned event. */
+static int event_pinned_failure(VpmuPerfSource *src, VpmuSourceHandle *h)
+{
+    src->stats.pinned_failures++;
+    if (!src->logged_pinned) {
+        src->logged_pinned = true;
+        vpmu_perf_log(src, "vpmu-perf: the host could not keep pinned "
+                      "event (type %u config 0x%llx) of guest counter 0x%x "
+                      "on its PMU; that counter stops counting",
+                      h->pattr.type, (unsigned long long)h->pattr.config,
+                      h->attr.counter_id);
+    }
+    h->error = -EBUSY;
+    return -EBUSY;
+}
+
+/*
+ * Read the event and advance h->count.  Deltas since the last read are
+ * scaled (opts.multiplex) one interval at a time, so the count stays
+ * monotonic even when the running/enabled ratio changes.
+ */
+int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
+{
+    VpmuPerfReading now;
+    uint64_t dv, de, dr;
+    ssize_t n;
+
+    if (h->error) {
+        return h->error;
+    }
+    n = sys_read(src, h->fd, &now, sizeof(now));
+    if (n == 0) {
+        return event_pinned_failure(src, h);
+    }
+    if (n != (ssize_t)sizeof(now)) {
+        h->error = n < 0 ? (int)n : -EIO;
+        return vpmu_perf_fail(src, false, h->error);
+    }
+    dv = now.value - h->last.value;
+    de = now.time_enabled - h->last.time_enabled;
+    dr = now.time_running - h->last.time_running;
+    h->last = now;
+    if (dr < de) {
+        src->stats.multiplexed_reads++;
+        if (src->opts.multiplex == VPMU_PERF_MULTIPLEX_SCALED && dr) {
+            dv = scale(dv, de, dr);
+        }
+    }
+    h->host += dv;
+    h->count = h->clock ? vpmu_perf_ns_to_ticks(h->host, src->opts.tsc_hz)
+                        : h->host;
+    return 0;
+}

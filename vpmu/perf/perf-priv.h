@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Internals of the perf counting source, shared by perf.c (the source,
+ * its ops, the reuse cache and service) and perf-event.c (one host event:
+ * the perf_event_attr, the system calls, reading and scaling).
+ */
+#ifndef VPMU_PERF_PRIV_H
+#define VPMU_PERF_PRIV_H
+
+#include <linux/perf_event.h>
+
+#include "pmu-priv.h"
+#include <vpmu/perf.h>
+
+#define VPMU_PERF_IDLE_PASSES_DEFAULT   64
+#define VPMU_PERF_TSC_HZ_DEFAULT        1000000000ull
+/* ns * hz must fit 64 bits for every ns < 1e9: hz < 2^64 / 1e9. */
+#define VPMU_PERF_TSC_HZ_MAX            10000000000ull
+#define VPMU_NS_PER_SEC                 1000000000ull
+
+/*
+ * The read(2) layout for read_format = TOTAL_TIME_ENABLED |
+ * TOTAL_TIME_RUNNING, no group, no id (perf_event_open(2), "Reading
+ * results").
+ */
+typedef struct VpmuPerfReading {
+    uint64_t value;
+    uint64_t time_enabled;
+    uint64_t time_running;
+} VpmuPerfReading;
+
+/*
+ * One host event.  While it backs a guest counter it is a handle on
+ * src->active; after close() it may be parked on src->parked, disabled,
+ * until open() takes it again or it has been idle for idle_passes.
+ */
+struct VpmuSourceHandle {
+    VpmuPerfSource *src;
+    VpmuSourceHandle *next;
+    int fd;
+    struct perf_event_attr pattr;   /* what was opened; sample_period is
+                                       the host period programmed now */
+    VpmuSourceAttr attr;            /* the guest's request (active only) */
+    bool clock;             /* task-clock fallback: host ns, guest ticks */
+    bool enabled;
+    bool due;               /* service(): the period elapsed */
+    int error;              /* sticky: the event failed (e.g. pinned) */
+    VpmuPerfReading last;   /* raw values at the last read or reset */
+    uint64_t host;          /* host units since open (scaled if asked) */
+    uint64_t count;         /* guest units since open */
+    uint64_t period_start;  /* count when the current countdown began */
+    uint64_t parked_at;     /* src->pass when parked */
+};
+
+struct VpmuPerfSource {
+    VpmuPerfSourceOpts opts;
+    VpmuPerfSys sys;
+    pid_t tid;
+    VpmuVendor host_vendor;
+    bool clock_only;        /* no hardware PMU: task-clock fallback */
+    uint32_t events;        /* VPMU_EVENT_BIT()s the host can back */
+    VpmuSourceHandle *active;
+    VpmuSourceHandle *parked;
+    uint64_t pass;          /* service passes so far */
+    bool logged_pinned, logged_error;
+    VpmuPerfStats stats;
+};
+
+/* perf-event.c: system calls through src->sys, -errno on failure. */
+int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr);
+int vpmu_perf_sys_ioctl(VpmuPerfSource *src, int fd, unsigned long req,
+                        unsigned long arg);
+void vpmu_perf_sys_close(VpmuPerfSource *src, int fd);
+VpmuVendor vpmu_perf_host_vendor(void);
+void vpmu_perf_log(VpmuPerfSource *src, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int vpmu_perf_fail(VpmuPerfSource *src, bool open, int err);
+
+/* perf-event.c: one host event. */
+int vpmu_perf_build_attr(const VpmuPerfSource *src, const VpmuSourceAttr *a,
+                         struct perf_event_attr *out);
+uint64_t vpmu_perf_host_period(const VpmuPerfSource *src, bool clock,
+                               uint64_t guest_period);
+uint64_t vpmu_perf_ns_to_ticks(uint64_t ns, uint64_t hz);
+uint64_t vpmu_perf_ticks_to_ns(uint64_t ticks, uint64_t hz);
+bool vpmu_perf_same_key(const struct perf_event_attr *a,
+                        const struct perf_event_attr *b);
+int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
+                         int *fd);
+int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h);
+
+#endif /* VPMU_PERF_PRIV_H */

@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The perf counting source: the VpmuSourceOps that back guest counters
+ * with host perf events, the reuse cache of parked events, and service()
+ * which turns overflow signals into the core's overflow callbacks.
+ *
+ * Reuse (KVM a6da0d77e98e, "Reuse perf_event to avoid unnecessary
+ * pmc_reprogram_counter"): perf_event_open costs microseconds to
+ * milliseconds, an ioctl on an existing event a fraction of that.  Linux
+ * guests rewrite the same few EVTSELs over and over when they multiplex,
+ * so a host event is never closed when its guest counter lets it go: it
+ * is parked, disabled, keyed by its whole perf_event_attr except the
+ * period, and the next open() of an equal attr takes it back with
+ * PERF_EVENT_IOC_RESET and _PERIOD.  Parked events are released after
+ * opts.idle_passes service passes unused (KVM releases on the next
+ * sched-in, kvm_pmu_cleanup()).
+ */
+#include "perf-priv.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Close the host event and free the handle (active or parked: unlinked). */
+static void handle_release(VpmuPerfSource *src, VpmuSourceHandle *h)
+{
+    vpmu_perf_sys_close(src, h->fd);
+    src->stats.releases++;
+    free(h);
+}
+
+static void list_unlink(VpmuSourceHandle **head, VpmuSourceHandle *h)
+{
+    for (VpmuSourceHandle **p = head; *p; p = &(*p)->next) {
+        if (*p == h) {
+            *p = h->next;
+            h->next = NULL;
+            return;
+        }
+    }
+}
+
+static VpmuSourceHandle *take_parked(VpmuPerfSource *src,
+                                     const struct perf_event_attr *pattr)
+{
+    for (VpmuSourceHandle *h = src->parked; h; h = h->next) {
+        if (vpmu_perf_same_key(&h->pattr, pattr)) {
+            list_unlink(&src->parked, h);
+            src->stats.parked--;
+            return h;
+        }
+    }
+    return NULL;
+}
+
+static int set_period(VpmuPerfSource *src, VpmuSourceHandle *h,
+                      uint64_t host_period)
+{
+    /* PERF_EVENT_IOC_PERIOD takes a pointer to the new u64 period. */
+    int r = vpmu_perf_sys_ioctl(src, h->fd, PERF_EVENT_IOC_PERIOD,
+                                (unsigned long)&host_period);
+
+    if (r < 0) {
+        return vpmu_perf_fail(src, false, r);
+    }
+    h->pattr.sample_period = host_period;
+    return 0;
+}
+
+/*
+ * A parked event (disabled) starts over: count 0 by RESET, the new
+ * period.  Its time_enabled/running go on; only their deltas are used.
+ */
+static int rearm_parked(VpmuPerfSource *src, VpmuSourceHandle *h,
+                        uint64_t host_period)
+{
+    int r = vpmu_perf_sys_ioctl(src, h->fd, PERF_EVENT_IOC_RESET, 0);
+
+    if (r < 0) {
+        return vpmu_perf_fail(src, false, r);
+    }
+    h->last.value = 0;
+    return set_period(src, h, host_period);
+}
+
+static int new_handle(VpmuPerfSource *src, const struct perf_event_attr *pa,
+                      VpmuSourceHandle **out)
+{
+    VpmuSourceHandle *h = calloc(1, sizeof(*h));
+    int r;
+
+    if (!h) {
+        return -ENOMEM;
+    }
+    h->src = src;
+    h->pattr = *pa;
+    h->clock = src->clock_only;
+    r = vpmu_perf_event_open(src, &h->pattr, &h->fd);
+    if (r < 0) {
+        free(h);
+        return r;
+    }
+    *out = h;
+    return 0;
+}
+
+static int perf_open(void *opaque, const VpmuSourceAttr *attr,
+                     VpmuSourceHandle **out)
+{
+    VpmuPerfSource *src = opaque;
+    struct perf_event_attr pattr;
+    VpmuSourceHandle *h;
+    int r = vpmu_perf_build_attr(src, attr, &pattr);
+
+    if (r < 0) {
+        return r;
+    }
+    h = take_parked(src, &pattr);
+    if (h) {
+        r = rearm_parked(src, h, pattr.sample_period);
+        if (r < 0) {
+            handle_release(src, h);
+            return r;
+        }
+        src->stats.reuses++;
+    } else {
+        r = new_handle(src, &pattr, &h);
+        if (r < 0) {
+            return r;
+        }
+    }
+    h->attr = *attr;
+    h->enabled = false;
+    h->host = h->count = h->period_start = 0;
+    h->next = src->active;
+    src->active = h;
+    src->stats.active++;
+    *out = h;
+    return 0;
+}
+
+/*
+ * Same event, new period: served in place.  Read first, then restart the
+ * kernel's countdown: the kernel then counts its period from a point at
+ * or after period_start, so its overflow (the signal) never comes before
+ * service() sees the guest period elapsed.
+ */
+static int perf_update(void *opaque, VpmuSourceHandle *h,
+                       const VpmuSourceAttr *attr)
+{
+    VpmuPerfSource *src = opaque;
+    int r;
+
+    if (src->opts.no_reuse) {
+        return -EOPNOTSUPP;
+    }
+    r = vpmu_perf_event_read(src, h);
+    if (r == 0) {
+        r = set_period(src, h, vpmu_perf_host_period(src, h->clock,
+                                                     attr->sample_period));
+    }
+    if (r < 0) {
+        h->error = r;
+        return r;
+    }
+    h->attr = *attr;
+    h->period_start = h->count;
+    src->stats.reuses++;
+    return 0;
+}
+
+static int perf_toggle(VpmuPerfSource *src, VpmuSourceHandle *h, bool on)
+{
+    int r = vpmu_perf_sys_ioctl(src, h->fd, on ? PERF_EVENT_IOC_ENABLE
+                                               : PERF_EVENT_IOC_DISABLE, 0);
+
+    if (r < 0) {
+        h->error = r;
+        return vpmu_perf_fail(src, false, r);
+    }
+    h->enabled = on;
+    return 0;
+}
+
+static int perf_enable(void *opaque, VpmuSourceHandle *h)
+{
+    return perf_toggle(opaque, h, true);
+}
+
+static int perf_disable(void *opaque, VpmuSourceHandle *h)
+{
+    return perf_toggle(opaque, h, false);
+}
+
+static int perf_read(void *opaque, VpmuSourceHandle *h, uint64_t *count)
+{
+    int r = vpmu_perf_event_read(opaque, h);
+
+    if (r == 0) {
+        *count = h->count;
+    }
+    return r;
+}
+
+/* Park the host event for reuse, or release it if it is no good. */
+static void perf_close(void *opaque, VpmuSourceHandle *h)
+{
+    VpmuPerfSource *src = opaque;
+
+    list_unlink(&src->active, h);
+    src->stats.active--;
+    if (!h->error && h->enabled) {
+        perf_toggle(src, h, false);
+    }
+    if (h->error || src->opts.no_reuse) {
+        handle_release(src, h);
+        return;
+    }
+    h->parked_at = src->pass;
+    h->next = src->parked;
+    src->parked = h;
+    src->stats.parked++;
+}
+
+static const VpmuSourceOps perf_ops = {
+    .name = "perf",
+    .open = perf_open,
+    .update = perf_update,
+    .enable = perf_enable,
+    .disable = perf_disable,
+    .read = perf_read,
+    .close = perf_close,
+};
+
+const VpmuSourceOps *vpmu_perf_source_ops(void)
+{
+    return &perf_ops;
+}
+
+/* --- service ------------------------------------------------------------ */
+
+/*
+ * Has the guest period elapsed?  Whole periods since period_start are
+ * consumed, so without an update() the countdown restarts with the same
+ * period, in step with the kernel's own reload.  A failed read is due
+ * too: the core's read in the callback then sees the error and degrades
+ * the counter now rather than at the guest's next access.
+ */
+static void mark_due(VpmuPerfSource *src, VpmuSourceHandle *h)
+{
+    uint64_t period = h->attr.sample_period, elapsed;
+
+    if (!h->enabled) {
+        return;
+    }
+    if (vpmu_perf_event_read(src, h) < 0) {
+        h->due = true;
+        return;
+    }
+    elapsed = h->count - h->period_start;
+    if (period && elapsed >= period) {
+        h->period_start += elapsed / period * period;
+        h->due = true;
+    }
+}
+
+/* The callback may close or update any handle: look up afresh each time. */
+static VpmuSourceHandle *first_due(VpmuPerfSource *src)
+{
+    for (VpmuSourceHandle *h = src->active; h; h = h->next) {
+        if (h->due) {
+            return h;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The task clock's hrtimer and the task clock itself can disagree by
+ * the IRQ time the scheduler does not charge to the task, so a signal
+ * may come a little before the guest period has elapsed.  Re-arm the
+ * kernel's countdown with exactly what is left (rounded up to whole ns)
+ * so that the next signal is not a whole period late.
+ */
+static void rearm_clocks(VpmuPerfSource *src)
+{
+    for (VpmuSourceHandle *h = src->active; h; h = h->next) {
+        uint64_t done = h->count - h->period_start;
+
+        if (h->clock && h->enabled && !h->error && done &&
+            done < h->attr.sample_period) {
+            if (set_period(src, h, vpmu_perf_ticks_to_ns(
+                               h->attr.sample_period - done,
+                               src->opts.tsc_hz)) < 0) {
+                h->error = src->stats.last_error;
+            }
+        }
+    }
+}
+
+static void release_idle(VpmuPerfSource *src)
+{
+    VpmuSourceHandle **p = &src->parked;
+
+    while (*p) {
+        VpmuSourceHandle *h = *p;
+
+        if (src->pass - h->parked_at >= src->opts.idle_passes) {
+            *p = h->next;
+            src->stats.parked--;
+            handle_release(src, h);
+        } else {
+            p = &h->next;
+        }
+    }
+}
+
+int vpmu_perf_source_service(VpmuPerfSource *src)
+{
+    VpmuSourceHandle *h;
+    int calls = 0;
+
+    src->pass++;
+    for (h = src->active; h; h = h->next) {
+        mark_due(src, h);
+    }
+    while ((h = first_due(src))) {
+        h->due = false;
+        if (!h->error) {
+            calls++;
+            src->stats.overflows++;
+        }
+        h->attr.overflow(h->attr.overflow_ctx);
+    }
+    if (src->opts.notify_signal) {
+        rearm_clocks(src);
+    }
+    release_idle(src);
+    return calls;
+}
+
+/* --- lifecycle ---------------------------------------------------------- */
+
+static int check_opts(const VpmuPerfSourceOpts *o)
+{
+    if (o->multiplex != VPMU_PERF_MULTIPLEX_RAW &&
+        o->multiplex != VPMU_PERF_MULTIPLEX_SCALED) {
+        return -EINVAL;
+    }
+    if (o->guest_vendor && o->guest_vendor != VPMU_VENDOR_INTEL &&
+        o->guest_vendor != VPMU_VENDOR_AMD) {
+        return -EINVAL;
+    }
+    if (o->host_vendor && o->host_vendor != VPMU_VENDOR_INTEL &&
+        o->host_vendor != VPMU_VENDOR_AMD) {
+        return -EINVAL;
+    }
+    if (o->tsc_hz > VPMU_PERF_TSC_HZ_MAX || o->tid < 0 ||
+        o->notify_signal < 0 || o->notify_signal > SIGRTMAX) {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Open @e disabled on the thread, as a guest counter would, and close it. */
+static int probe(VpmuPerfSource *src, VpmuArchEvent e)
+{
+    VpmuSourceAttr a = {
+        .event = e, .count_user = true, .count_kernel = true,
+        .sample_period = 1ull << 32,
+    };
+    struct perf_event_attr pattr;
+    int fd = vpmu_perf_build_attr(src, &a, &pattr);
+
+    if (fd == 0) {
+        fd = vpmu_perf_sys_open(src, &pattr);
+    }
+    if (fd < 0) {
+        return fd;
+    }
+    vpmu_perf_sys_close(src, fd);
+    return 0;
+}
+
+/*
+ * Hardware PMU: cycles opens, and every other generic event that opens is
+ * offered.  Otherwise the task-clock fallback, if the task clock opens.
+ */
+static void probe_host(VpmuPerfSource *src)
+{
+    int r = probe(src, VPMU_EVENT_CYCLES);
+
+    if (r == 0) {
+        src->stats.hw_pmu = true;
+        src->events = VPMU_EVENT_BIT(VPMU_EVENT_CYCLES);
+        for (unsigned e = VPMU_EVENT_CYCLES + 1; e < VPMU_EVENT__COUNT; e++) {
+            if (probe(src, e) == 0) {
+                src->events |= VPMU_EVENT_BIT(e);
+            }
+        }
+        return;
+    }
+    src->clock_only = true;
+    if (probe(src, VPMU_EVENT_CYCLES) == 0) {
+        src->events = VPMU_EVENT_BIT(VPMU_EVENT_CYCLES) |
+                      VPMU_EVENT_BIT(VPMU_EVENT_REF_CYCLES);
+        vpmu_perf_log(src, "vpmu-perf: no hardware PMU on this host "
+                      "(cycles: %s): guest cycles and ref-cycles count the "
+                      "vCPU thread's CPU time (task-clock) at %llu Hz, "
+                      "every other event is unavailable", strerror(-r),
+                      (unsigned long long)src->opts.tsc_hz);
+        return;
+    }
+    src->events = 0;
+    vpmu_perf_log(src, "vpmu-perf: perf_event_open is unavailable here "
+                  "(cycles: %s): every guest event is unavailable",
+                  strerror(-r));
+}
+
+int vpmu_perf_source_new(const VpmuPerfSourceOpts *opts,
+                         VpmuPerfSource **out)
+{
+    static const VpmuPerfSourceOpts defaults;
+    VpmuPerfSource *src;
+    int r;
+
+    if (!out) {
+        return -EINVAL;
+    }
+    *out = NULL;
+    opts = opts ? opts : &defaults;
+    r = check_opts(opts);
+    if (r < 0) {
+        return r;
+    }
+    src = calloc(1, sizeof(*src));
+    if (!src) {
+        return -ENOMEM;
+    }
+    src->opts = *opts;
+    if (opts->sys) {
+        src->sys = *opts->sys;
+    }
+    src->opts.sys = NULL;       /* copied: the caller's may go away */
+    if (!src->opts.idle_passes) {
+        src->opts.idle_passes = VPMU_PERF_IDLE_PASSES_DEFAULT;
+    }
+    if (!src->opts.tsc_hz) {
+        src->opts.tsc_hz = VPMU_PERF_TSC_HZ_DEFAULT;
+    }
+    src->tid = opts->tid ? opts->tid : gettid();
+    src->host_vendor = opts->host_vendor ? opts->host_vendor
+                                         : vpmu_perf_host_vendor();
+    probe_host(src);
+    *out = src;
+    return 0;
+}
+
+static void release_list(VpmuPerfSource *src, VpmuSourceHandle **head)
+{
+    while (*head) {
+        VpmuSourceHandle *h = *head;
+
+        *head = h->next;
+        handle_release(src, h);
+    }
+}
+
+void vpmu_perf_source_free(VpmuPerfSource *src)
+{
+    if (!src) {
+        return;
+    }
+    /* Active handles only if the PMU was not freed first; never leak. */
+    release_list(src, &src->active);
+    release_list(src, &src->parked);
+    free(src);
+}
+
+uint32_t vpmu_perf_source_events(const VpmuPerfSource *src)
+{
+    return src->events;
+}
+
+bool vpmu_perf_source_raw_events(const VpmuPerfSource *src)
+{
+    return src->stats.hw_pmu && src->host_vendor &&
+           src->host_vendor == src->opts.guest_vendor;
+}
+
+void vpmu_perf_source_stats(const VpmuPerfSource *src, VpmuPerfStats *out)
+{
+    *out = src->stats;
+}
