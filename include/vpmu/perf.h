@@ -14,8 +14,8 @@
  * F_OWNER_TID, F_SETSIG opts.notify_signal), which knocks it out of
  * KVM_RUN with -EINTR; the front end then calls
  * vpmu_perf_source_service() on that thread, which reads the events and
- * calls the core's overflow callbacks.  (See docs/kvm.md for why a signal
- * and not an fd polled by the main loop.)
+ * calls the core's overflow callbacks.  (docs/perf-source.md: why a
+ * signal and not an fd polled by the main loop.)
  *
  * Reuse: a guest that rewrites the same event (Linux rotates its events
  * every few ms when it multiplexes) is served with PERF_EVENT_IOC_DISABLE,
