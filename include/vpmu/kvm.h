@@ -67,6 +67,12 @@ typedef struct VpmuKvmOpts {
     const VpmuFilter *filter;       /* NULL = everything allowed; copied */
     void (*log)(void *opaque, const char *msg);     /* may be NULL */
     void *opaque;
+    /*
+     * Whether KVM's own vPMU is there to serve guest RDPMC from mirrored
+     * values: 0 = probe (KVM_CAP_PMU_CAPABILITY, KVM_GET_SUPPORTED_CPUID),
+     * 1 = yes, -1 = no (the VMM knows better, e.g. it disabled it).
+     */
+    int kvm_pmu;
 } VpmuKvmOpts;
 
 typedef struct VpmuKvmStats {

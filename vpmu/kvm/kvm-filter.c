@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vpmu_kvm_msr_filter(): the KVM_X86_SET_MSR_FILTER ranges that make
+ * exactly one PMU config's MSRs exit to userspace.
+ *
+ * KVM UAPI (Documentation/virt/kvm/api.rst, KVM_X86_SET_MSR_FILTER):
+ *   - at most KVM_MSR_FILTER_MAX_RANGES (16) ranges, each with its own
+ *     bitmap of at most KVM_MSR_FILTER_MAX_BITMAP_SIZE (0x600) bytes;
+ *   - bit i of a range covers MSR base + i: 1 = allow (KVM handles it),
+ *     0 = deny, which exits to userspace with KVM_MSR_EXIT_REASON_FILTER;
+ *   - KVM copies BITS_TO_LONGS(nmsrs) * 8 bytes, so every bitmap is
+ *     padded to a multiple of 8 bytes here.
+ *
+ * An allowed bit inside a range behaves exactly like an MSR outside every
+ * range, so runs of PMU MSRs are merged into one range whenever the gap
+ * fits the bitmap limit and the caller's storage.  Intel's whole PMU
+ * (0xC1-0x4C8) is one range; AMD's global MSRs (0xC0000300) and its
+ * K7/F15H MSRs (0xC0010000) are 64K MSRs apart, so two.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <linux/kvm.h>
+
+#include <vpmu/kvm.h>
+
+/* One bit per MSR, bitmaps padded to u64 words (KVM copies whole longs). */
+#define FILTER_WORD_BYTES   8u
+#define FILTER_MAX_MSRS     (KVM_MSR_FILTER_MAX_BITMAP_SIZE * 8u)
+
+_Static_assert(VPMU_KVM_FILTER_BITMAP_BYTES == KVM_MSR_FILTER_MAX_BITMAP_SIZE,
+               "vpmu's bitmap storage constant must match the KVM UAPI");
+
+/* Enough for any config: Intel has 12 MSR kinds, AMD 7. */
+#define MAX_SPANS 32
+
+/*
+ * The spans are only derived from the config's MSR tables, so a PMU made
+ * for that purpose never opens a source handle: every op refuses.
+ */
+static int nop_open(void *src, const VpmuSourceAttr *attr,
+                    VpmuSourceHandle **out)
+{
+    return -EOPNOTSUPP;
+}
+
+static int nop_handle(void *src, VpmuSourceHandle *h)
+{
+    return -EOPNOTSUPP;
+}
+
+static int nop_read(void *src, VpmuSourceHandle *h, uint64_t *count)
+{
+    return -EOPNOTSUPP;
+}
+
+static void nop_close(void *src, VpmuSourceHandle *h)
+{
+}
+
+static const VpmuSourceOps nop_source_ops = {
+    .name = "kvm-filter-nop",
+    .open = nop_open,
+    .enable = nop_handle,
+    .disable = nop_handle,
+    .read = nop_read,
+    .close = nop_close,
+};
+
+static size_t bitmap_bytes(uint32_t nmsrs)
+{
+    return (nmsrs + 8u * FILTER_WORD_BYTES - 1) / (8u * FILTER_WORD_BYTES) *
+           FILTER_WORD_BYTES;
+}
+
+/* Clear (deny = exit) the bits of @span inside @range's bitmap. */
+static void deny_span(struct kvm_msr_filter_range *range,
+                      const VpmuMsrSpan *span)
+{
+    for (uint32_t i = 0; i < span->count; i++) {
+        uint32_t bit = span->base + i - range->base;
+
+        range->bitmap[bit / 8] &= (uint8_t)~(1u << (bit % 8));
+    }
+}
+
+/*
+ * Greedy merge of sorted spans: extend the current range while the
+ * merged range still fits KVM's bitmap limit and the storage left.
+ * Greedy is optimal here: with sorted spans and a per-range size limit,
+ * extending a range never forces an extra one later.
+ */
+static int build_ranges(const VpmuMsrSpan *spans, size_t nspans,
+                        struct kvm_msr_filter *filter, uint8_t *bitmaps,
+                        size_t len)
+{
+    size_t used = 0;
+    unsigned nr = 0;
+
+    for (size_t s = 0; s < nspans; s++) {
+        struct kvm_msr_filter_range *cur = nr ? &filter->ranges[nr - 1] : NULL;
+        uint64_t end = (uint64_t)spans[s].base + spans[s].count;
+
+        if (cur) {
+            uint64_t merged = end - cur->base;
+            size_t grow = bitmap_bytes((uint32_t)merged) -
+                          bitmap_bytes(cur->nmsrs);
+
+            if (merged <= FILTER_MAX_MSRS && used + grow <= len) {
+                memset(bitmaps + used, 0xff, grow);
+                used += grow;
+                cur->nmsrs = (uint32_t)merged;
+                deny_span(cur, &spans[s]);
+                continue;
+            }
+        }
+        if (nr == KVM_MSR_FILTER_MAX_RANGES || spans[s].count > FILTER_MAX_MSRS ||
+            used + bitmap_bytes(spans[s].count) > len) {
+            return -ENOSPC;
+        }
+        cur = &filter->ranges[nr++];
+        cur->flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE;
+        cur->base = spans[s].base;
+        cur->nmsrs = spans[s].count;
+        cur->bitmap = bitmaps + used;
+        memset(cur->bitmap, 0xff, bitmap_bytes(cur->nmsrs));
+        used += bitmap_bytes(cur->nmsrs);
+        deny_span(cur, &spans[s]);
+    }
+    return (int)nr;
+}
+
+int vpmu_kvm_msr_filter(const VpmuConfig *cfg, struct kvm_msr_filter *filter,
+                        void *bitmaps, size_t len)
+{
+    VpmuPmuOpts opts = { .source_ops = &nop_source_ops };
+    VpmuMsrSpan spans[MAX_SPANS];
+    VpmuPmu *pmu = NULL;
+    char err[128];
+    size_t nspans;
+    int ret;
+
+    if (!cfg || !filter || (!bitmaps && len)) {
+        return -EINVAL;
+    }
+    ret = vpmu_pmu_new(cfg, &opts, &pmu, err, sizeof(err));
+    if (ret < 0) {
+        return ret;
+    }
+    nspans = vpmu_pmu_msr_spans(pmu, spans, MAX_SPANS);
+    vpmu_pmu_free(pmu);
+    if (nspans > MAX_SPANS) {
+        return -ENOSPC;
+    }
+    memset(filter, 0, sizeof(*filter));
+    filter->flags = KVM_MSR_FILTER_DEFAULT_ALLOW;
+    ret = build_ranges(spans, nspans, filter, bitmaps, len);
+    if (ret < 0) {
+        memset(filter, 0, sizeof(*filter));
+    }
+    return ret;
+}
