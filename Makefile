@@ -4,7 +4,7 @@
 #   make build   configure build/ if needed, compile
 #   make check   build and test three ways (plain, ASan+UBSan, valgrind)
 #   make demo    boot a Linux guest under QEMU TCG that runs perf through vpmu
-#   make bench   build and run the MSR benchmark, if it exists
+#   make bench   build and run the benchmarks (MSR, perf, ring buffer, KVM)
 #   make qemu    build QEMU 7.2 + qemu-patches/ with libvpmu (docs/qemu.md)
 #   make clean   remove build/, build-asan/ and the test logs
 #
@@ -45,12 +45,14 @@ demo:
 	@scripts/install-deps.sh qemu
 	@scripts/demo.sh
 
+# Every benchmark in build/bench/ (each prints its ratios); the guest one
+# (bench/guest-overhead.sh) takes many minutes and is run by hand.
 bench: build
-	@if [ -x build/bench/bench-msr ]; then \
-	    build/bench/bench-msr; \
-	else \
-	    echo "no build/bench/bench-msr yet (bench/bench-msr.c is not written)"; \
-	fi
+	@for b in bench-msr bench-perf bench-ringbuf bench-kvm; do \
+	    if [ -x build/bench/$$b ]; then \
+	        echo "== $$b"; build/bench/$$b || exit 1; echo; \
+	    fi; \
+	done
 
 # Debian's QEMU source, patched with qemu-patches/, built in ~/.cache/vpmu
 # (VPMU_CACHE) against libvpmu; the binary lands in build/qemu/.
