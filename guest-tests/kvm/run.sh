@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# KVM vPMU guest test: boots pmu-test.c (a 64 KiB real-mode -bios image)
+# under the patched QEMU with -accel kvm,vpmu=on and prints its TAP, plus
+# checks of its own: the payload ran to the end, RDPMC behaves as the host
+# KVM allows (QEMU's startup line), QMP query-vpmu reports the KVM vCPU.
+#
+#   guest-tests/kvm/run.sh            exit 0 all passed, 1 a failure,
+#                                     77 skipped (no /dev/kvm, KVM caps,
+#                                     or a QEMU without vpmu=on)
+# Environment: QEMU (default build/qemu/qemu-system-x86_64, make qemu),
+# VPMU_BUILD (default build/): the payload goes to $VPMU_BUILD/guest-kvm.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
+OUT=${VPMU_BUILD:-$ROOT/build}/guest-kvm
+# What pmu-test.c expects (NR_GP, NR_FIXED, WIDTH there).
+CPU="host,pmu=on,pmu-version=2,pmu-gp-counters=4,pmu-fixed-counters=3,pmu-width=48"
+
+skip() {
+    echo "SKIP $*"
+    exit 77
+}
+
+[ -x "$QEMU" ] || skip "no QEMU at $QEMU (make qemu)"
+[ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] || skip "no usable /dev/kvm"
+command -v python3 >/dev/null || skip "python3 (QMP client) not found"
+
+mkdir -p "$OUT"
+if ! make -s -C "$HERE" OUT="$OUT" >"$OUT/make.log" 2>&1; then
+    cat "$OUT/make.log"
+    echo "not ok 1 - build the payload"
+    echo "1..1"
+    exit 1
+fi
+
+QEMU_ARGS=(-L /usr/share/qemu -L /usr/share/seabios -machine pc
+           -accel kvm,vpmu=on -cpu "$CPU" -m 16 -nodefaults -display none
+           -device isa-debug-exit,iobase=0xf4,iosize=4)
+
+# QEMU refuses vpmu=on for reasons of the host or of the build: skip.
+check_refusal() {
+    local err=$1
+    if grep -q "Property 'kvm-accel.vpmu' not found\|built without libvpmu\|has no KVM front end" "$err"; then
+        sed 's/^/# /' "$err"
+        skip "this QEMU has no -accel kvm,vpmu=on (or its libvpmu lacks the KVM front end)"
+    fi
+    if grep -q "needs KVM_CAP_X86_USER_SPACE_MSR" "$err"; then
+        sed 's/^/# /' "$err"
+        skip "the host KVM lacks KVM_CAP_X86_USER_SPACE_MSR / KVM_CAP_X86_MSR_FILTER"
+    fi
+    if grep -q "has no vPMU model" "$err"; then
+        skip "host CPU vendor is neither Intel nor AMD"
+    fi
+}
+
+timeout 120 "$QEMU" "${QEMU_ARGS[@]}" -serial stdio -bios "$OUT/payload.bin" \
+    >"$OUT/tap.out" 2>"$OUT/qemu.err" </dev/null
+status=$?
+check_refusal "$OUT/qemu.err"
+
+fail=0
+n=0
+cat "$OUT/tap.out"
+n=$(grep -cE '^(not )?ok [0-9]+' "$OUT/tap.out")
+fail=$(grep -cE '^not ok [0-9]+' "$OUT/tap.out")
+
+t() {   # t COND NAME: one TAP line of run.sh's own
+    n=$((n + 1))
+    if [ "$1" = 1 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        fail=$((fail + 1))
+    fi
+}
+
+if [ -s "$OUT/qemu.err" ]; then
+    sed 's/^/# qemu: /' "$OUT/qemu.err"
+fi
+if grep -q '^# SKIP' "$OUT/tap.out"; then
+    skip "$(sed -n 's/^# SKIP: //p' "$OUT/tap.out")"
+fi
+done_line=$(grep -c '^# done: ' "$OUT/tap.out")
+# isa-debug-exit: status (failures << 1) | 1.
+t "$([ "$done_line" = 1 ] && [ "$status" = $(( (fail << 1) | 1 )) ] && echo 1)" \
+    "payload ran to the end (exit status $status, payload failures $fail)"
+
+# RDPMC never exits: KVM answers it, or gives #GP without a vPMU of its
+# own, which QEMU must have said at startup, in one line.
+novpmu=$(grep -c 'KVM has no vPMU' "$OUT/qemu.err")
+if grep -qx '# rdpmc: #GP' "$OUT/tap.out"; then
+    t "$([ "$novpmu" = 1 ] && echo 1)" \
+        "RDPMC took #GP and QEMU said once that the host KVM has no vPMU"
+else
+    t "$([ "$novpmu" = 0 ] && grep -qx '# rdpmc: value' "$OUT/tap.out" && echo 1)" \
+        "RDPMC served by KVM and QEMU did not claim the host KVM has no vPMU"
+fi
+t "$(grep -c 'no hardware PMU' "$OUT/qemu.err" | grep -qx '[01]' && echo 1)" \
+    "the no-hardware-PMU notice, if any, is one line"
+
+# QMP query-vpmu on stopped KVM vCPUs (-smp 2): 4 GP + 3 fixed, Intel.
+sock="$OUT/qmp.sock"
+rm -f "$sock"
+timeout 60 "$QEMU" "${QEMU_ARGS[@]}" -smp 2 -S -bios "$OUT/payload.bin" \
+    -qmp "unix:$sock,server=on,wait=off" >"$OUT/qmp-qemu.out" 2>&1 </dev/null &
+qpid=$!
+qmp=$(python3 - "$sock" <<'EOF'
+import json, socket, sys, time
+path = sys.argv[1]
+for _ in range(100):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        break
+    except OSError:
+        time.sleep(0.1)
+else:
+    print("no QMP socket"); sys.exit(0)
+f = s.makefile("rw")
+def cmd(c):
+    f.write(json.dumps({"execute": c}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            return r
+json.loads(f.readline())
+cmd("qmp_capabilities")
+r = cmd("query-vpmu")
+cmd("quit")
+if "error" in r:
+    print("error:", r["error"].get("desc")); sys.exit(0)
+cpus = r["return"]
+c = cpus[0]["counters"] if cpus else []
+print(len(cpus), cpus[0]["vendor"] if cpus else "-",
+      sum(1 for x in c if not x["fixed"]), sum(1 for x in c if x["fixed"]))
+EOF
+)
+wait "$qpid" 2>/dev/null
+echo "# query-vpmu: $qmp (vCPUs, vendor, GP, fixed)"
+t "$([ "$qmp" = "2 intel 4 3" ] && echo 1)" \
+    "QMP query-vpmu reports both KVM vCPUs' PMU (intel, 4 GP, 3 fixed)"
+t "$([ "$(grep -c 'KVM has no vPMU' "$OUT/qmp-qemu.out")" = "$novpmu" ] && echo 1)" \
+    "with 2 vCPUs, the startup notices are still one line each"
+
+echo "1..$n"
+[ "$fail" = 0 ] && [ "$n" -gt 0 ]
