@@ -1,25 +1,34 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * bench-ringbuf: the vpmu/ringbuf consumer against memcpy of the same bytes,
- * measured in the same run.
+ * measured in the same run, on the same ring, with the same record sizes.
  *
- * Usage: bench-ringbuf [ring_kib (256)] [rounds (400)]
+ * Usage: bench-ringbuf [ring_kib (256)] [rounds (400)] [batch (64)]
  *
- * Each round the producer fills the ring (data area of ring_kib KiB) with
- * samples of 40..80 bytes (multiples of 8, a fixed pseudo-random mix, the
- * sizes of IP|TID|TIME|PERIOD .. all nine fields), starting where the last
- * round ended so that records wrap around the end.  Then, timed apart:
- *   memcpy            the same number of bytes, ring -> destination, in one
- *                     call (the bound for anything that moves the data);
- *   consume           vpmu_ring_read() each record (delivered in place,
- *                     the caller reads its header), vpmu_ring_consume();
- *   consume + copy    the same, and memcpy each record out, as a forwarder;
- *   consume + parse   the same, and vpmu_ring_parse_sample() of each;
- *   produce           vpmu_ring_producer_write_sample() until full.
+ * Two record-size mixes, each a fixed pseudo-random sequence of multiples
+ * of 8 (the kernel writes no other sizes):
+ *   40-80   PERF_RECORD_SAMPLEs of 4 to 9 fields (IP|TID|TIME|PERIOD up to
+ *           all of VPMU_RING_SAMPLE_TYPES), written by write_sample();
+ *   40-96   SAMPLE records of 40, 48, ..., 96 bytes, written raw.
+ * Each round the producer fills the ring (data area of ring_kib KiB),
+ * starting where the last round ended so that records wrap around the end.
+ * Then, timed apart, each after its own fill (so that every mode starts
+ * with the ring in cache):
+ *   memcpy          exactly the bytes the consumer reads (from the tail to
+ *                   head, in two pieces at the wrap) into a buffer: the
+ *                   bound for anything that touches every byte;
+ *   read_batch      "consumed": vpmu_ring_read_batch() hands each record
+ *                   (pointer + validated header) to the caller, which
+ *                   reads the pointer and the size, and
+ *                   vpmu_ring_consume() after each batch moves data_tail;
+ *   read            the same with vpmu_ring_read(), one call per record
+ *                   (the caller reads type and size from the record);
+ *   + copy out      read_batch, and memcpy each record out (a forwarder);
+ *   + parse         read_batch, and vpmu_ring_parse_sample() of each;
+ *   produce         the fill itself.
  * Each mode keeps its fastest round (the machine is shared, so the least
- * disturbed one); each mode gets its own fill, so all start with the ring
- * in cache.  Ratios are throughput / memcpy
- * throughput; the target (>= 0.8) is for "consume".
+ * disturbed one).  Ratios are bytes/s over memcpy's bytes/s; the target
+ * (>= 0.8) is for read_batch.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,9 +40,10 @@
 #include <vpmu/ringbuf.h>
 
 #define TARGET 0.8
+#define MAX_BATCH 4096u
 
-/* Sizes 40, 48, ..., 96: header + 4..11 slots; sample_type per size. */
-static const uint64_t types[8] = {
+/* Mix 40-80: sizes 40, 48, ..., 80, one sample_type per size. */
+static const uint64_t types[6] = {
     PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD,
     PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
         PERF_SAMPLE_CPU,
@@ -47,6 +57,33 @@ static const uint64_t types[8] = {
     VPMU_RING_SAMPLE_TYPES,
 };
 
+enum { M_MEMCPY, M_BATCH, M_READ, M_COPY, M_PARSE, M_PRODUCE, M__COUNT };
+
+static const char *const mode_names[M__COUNT] = {
+    "memcpy (same bytes)", "read_batch (consume)", "read (one call each)",
+    "read_batch + copy out", "read_batch + parse", "produce",
+};
+
+typedef struct Bench {
+    VpmuRingProducer *p;
+    VpmuRing *r;
+    unsigned char *data;        /* the ring's data area */
+    unsigned char *dst;
+    size_t size;
+    unsigned batch;
+    int raw;                    /* mix 40-96 (raw records) instead of 40-80 */
+    uint64_t rng;
+    VpmuRingRecord recs[MAX_BATCH];
+} Bench;
+
+/* The fastest round of a mode. */
+typedef struct Best {
+    uint64_t ns, bytes, records;
+} Best;
+
+/* Keeps the copies, parses and reads observable. */
+static volatile uint64_t sink;
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -55,162 +92,242 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-typedef struct Bench {
-    VpmuRingProducer *p;
-    VpmuRing *r;
-    unsigned char *data;        /* the ring's data area */
-    unsigned char *dst;
-    size_t size;
-    uint64_t rng;
-} Bench;
+static int write_one(Bench *b, uint64_t seq)
+{
+    VpmuRingSample s = { .ip = 0x401000, .pid = 1, .tid = 2, .time = seq,
+                         .period = 100000 };
+    uint64_t rec[12] = { 0 };
+    struct perf_event_header h = { .type = PERF_RECORD_SAMPLE };
 
-/* Keeps the copies and parses observable. */
-static volatile uint64_t sink;
+    b->rng = b->rng * 6364136223846793005ull + 1442695040888963407ull;
+    if (!b->raw) {
+        return vpmu_ring_producer_write_sample(b->p, types[(b->rng >> 33) % 6],
+                                               0, &s);
+    }
+    h.size = (uint16_t)(40 + 8 * ((b->rng >> 33) % 8));
+    memcpy(rec, &h, sizeof(h));
+    rec[1] = s.ip;
+    rec[2] = seq;
+    return vpmu_ring_producer_write(b->p, (const void *)rec);
+}
 
-/* Fill until the producer refuses; return the bytes written. */
-static uint64_t fill(Bench *b, uint64_t *records)
+/*
+ * Fill until the largest record might not fit (so that nothing is dropped
+ * and no PERF_RECORD_LOST enters the stream); the fill's bytes and records.
+ */
+static Best fill(Bench *b, const struct perf_event_mmap_page *pg)
 {
     VpmuRingProducerStats before, after;
-    VpmuRingSample s = { .ip = 0x401000, .pid = 1, .tid = 2, .period = 100000 };
+    Best f;
 
     vpmu_ring_producer_stats(b->p, &before);
-    for (;;) {
-        b->rng = b->rng * 6364136223846793005ull + 1442695040888963407ull;
-        s.time++;
-        if (vpmu_ring_producer_write_sample(b->p, types[(b->rng >> 33) % 6], 0,
-                                            &s)) {
+    while (b->size - (pg->data_head - pg->data_tail) >= 96) {
+        if (write_one(b, pg->data_head) != 0) {
             break;
         }
     }
     vpmu_ring_producer_stats(b->p, &after);
-    *records = after.records - before.records;
-    return after.bytes - before.bytes;
+    f.bytes = after.bytes - before.bytes;
+    f.records = after.records - before.records;
+    return f;
 }
 
-static uint64_t drain_copy(Bench *b)
+/* memcpy exactly the published bytes, tail to head, as the consumer will. */
+static void copy_published(Bench *b, const struct perf_event_mmap_page *pg)
 {
-    const struct perf_event_header *ev;
-    size_t off = 0;
+    uint64_t off = pg->data_tail & (b->size - 1), len = pg->data_head - pg->data_tail;
+    uint64_t first = len < b->size - off ? len : b->size - off;
 
-    while (vpmu_ring_read(b->r, &ev) == 1) {
-        memcpy(b->dst + off, ev, ev->size);
-        off += ev->size;
-    }
-    vpmu_ring_consume(b->r);
-    return off;
+    memcpy(b->dst, b->data + off, first);
+    memcpy(b->dst + first, b->data, len - first);
+    sink += b->dst[len / 2];
 }
 
-/* Records delivered in place; the consumer reads each header. */
-static uint64_t drain_only(Bench *b)
+/* What the caller does with a batch; each mode its own loop, no branches. */
+static uint64_t use_batch(Bench *b, int m, int n, uint64_t *bytes)
 {
-    const struct perf_event_header *ev;
-    uint64_t bytes = 0, types_seen = 0;
-
-    while (vpmu_ring_read(b->r, &ev) == 1) {
-        types_seen += ev->type;
-        bytes += ev->size;
-    }
-    vpmu_ring_consume(b->r);
-    sink += types_seen;
-    return bytes;
-}
-
-static uint64_t drain_parse(Bench *b)
-{
-    const struct perf_event_header *ev;
+    const VpmuRingRecord *rec = b->recs;
+    uint64_t acc = 0, got = *bytes;
     VpmuRingSample s;
-    uint64_t bytes = 0;
+
+    if (m == M_BATCH) {
+        for (int i = 0; i < n; i++) {
+            acc += (uintptr_t)rec[i].ev;
+            got += rec[i].hdr.size;
+        }
+    } else if (m == M_COPY) {
+        for (int i = 0; i < n; i++) {
+            memcpy(b->dst + got, rec[i].ev, rec[i].hdr.size);
+            got += rec[i].hdr.size;
+        }
+    } else {
+        for (int i = 0; i < n; i++) {
+            /* The size tells the type apart: (size - 40) / 8 indexes types[]. */
+            if (vpmu_ring_parse_sample(rec[i].ev, types[(rec[i].hdr.size - 40) / 8],
+                                       &s) == 0) {
+                acc += s.ip + s.time;
+            }
+            got += rec[i].hdr.size;
+        }
+    }
+    *bytes = got;
+    return acc;
+}
+
+/* Consume everything in batches, and release each batch to the producer. */
+static void drain_batch(Bench *b, int m, Best *got)
+{
+    uint64_t bytes = 0, records = 0, acc = 0;
+    int n;
+
+    while ((n = vpmu_ring_read_batch(b->r, b->recs, b->batch)) > 0) {
+        acc += use_batch(b, m, n, &bytes);
+        records += (uint64_t)n;
+        vpmu_ring_consume(b->r);
+    }
+    sink += acc;
+    got->bytes = bytes;
+    got->records = records;
+}
+
+static void drain_read(Bench *b, Best *got)
+{
+    const struct perf_event_header *ev;
+    uint64_t bytes = 0, records = 0, acc = 0;
 
     while (vpmu_ring_read(b->r, &ev) == 1) {
-        /* The size tells the type apart: (size - 40) / 8 indexes types[];
-         * the LOST record after each full ring is not a sample. */
-        if (ev->type == PERF_RECORD_SAMPLE &&
-            vpmu_ring_parse_sample(ev, types[(ev->size - 40) / 8], &s) == 0) {
-            sink += s.ip + s.time;
-        }
+        acc += ev->type;
         bytes += ev->size;
+        records++;
     }
     vpmu_ring_consume(b->r);
-    return bytes;
+    sink += acc;
+    got->bytes = bytes;
+    got->records = records;
 }
 
 /* Keep the fastest round (bytes per ns) of a mode: the least disturbed. */
-static void best(uint64_t *t, uint64_t *bytes, uint64_t dt, uint64_t b)
+static void keep_best(Best *best, uint64_t ns, const Best *got)
 {
-    if (dt && (*t == 0 || (double)b / (double)dt > (double)*bytes / (double)*t)) {
-        *t = dt;
-        *bytes = b;
+    if (ns && (best->ns == 0 ||
+               (double)got->bytes / (double)ns >
+               (double)best->bytes / (double)best->ns)) {
+        *best = *got;
+        best->ns = ns;
     }
+}
+
+/* One round: each mode after its own fill.  Return -1 if a drain fell short. */
+static int round_once(Bench *b, const struct perf_event_mmap_page *pg,
+                      Best *best)
+{
+    Best f, got;
+    uint64_t t0;
+
+    for (int m = 0; m < M__COUNT; m++) {
+        if (m == M_PARSE && b->raw) {
+            continue;           /* sizes 88, 96 have no supported type */
+        }
+        t0 = now_ns();
+        f = fill(b, pg);
+        if (m == M_PRODUCE) {
+            keep_best(&best[m], now_ns() - t0, &f);
+        }
+        t0 = now_ns();
+        got = f;
+        if (m == M_MEMCPY || m == M_PRODUCE) {
+            copy_published(b, pg);
+        } else if (m == M_READ) {
+            drain_read(b, &got);
+        } else {
+            drain_batch(b, m, &got);
+        }
+        if (m != M_PRODUCE) {
+            keep_best(&best[m], now_ns() - t0, &got);
+        }
+        /* memcpy/produce leave the ring full: skip it, untimed. */
+        vpmu_ring_discard(b->r);
+        if (got.bytes != f.bytes || got.records != f.records) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void report(const Bench *b, const Best *best, const char *mix)
+{
+    double base = (double)best[M_MEMCPY].bytes / (double)best[M_MEMCPY].ns;
+    double ratio = (double)best[M_BATCH].bytes / (double)best[M_BATCH].ns / base;
+
+    printf("\nmix %s bytes (mean %.1f), %" PRIu64 " records per fill\n", mix,
+           (double)best[M_BATCH].bytes / (double)best[M_BATCH].records,
+           best[M_BATCH].records);
+    printf("%-24s %12s %10s %8s %10s\n", "mode", "records/s", "MB/s",
+           "ns/rec", "vs memcpy");
+    for (int m = 0; m < M__COUNT; m++) {
+        double bps = (double)best[m].bytes / (double)best[m].ns;
+
+        if (best[m].ns == 0) {
+            continue;
+        }
+        printf("%-24s %12.0f %10.0f %8.2f %10.2f\n", mode_names[m],
+               (double)best[m].records / (double)best[m].ns * 1e9, bps * 1e3,
+               (double)best[m].ns / (double)best[m].records, bps / base);
+    }
+    printf("target: read_batch >= %.2f of memcpy: %s (%.2f)\n", TARGET,
+           ratio >= TARGET ? "met" : "NOT met", ratio);
+}
+
+static int run_mix(Bench *b, const struct perf_event_mmap_page *pg,
+                   unsigned rounds, const char *mix)
+{
+    Best best[M__COUNT] = { { 0 } };
+
+    for (unsigned i = 0; i < rounds; i++) {
+        if (round_once(b, pg, best) < 0) {
+            fprintf(stderr, "bench-ringbuf: a drain did not get the fill\n");
+            return 1;
+        }
+    }
+    report(b, best, mix);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     size_t kib = argc > 1 ? strtoul(argv[1], NULL, 0) : 256;
     unsigned rounds = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 0) : 400;
+    unsigned batch = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 0) : 64;
     size_t pg = (size_t)sysconf(_SC_PAGESIZE), size = kib * 1024;
-    Bench b = { .size = size, .rng = 1 };
-    uint64_t t[5] = { 0 }, bytes[5] = { 0 }, recs = 0, total = 0, n, t0;
-    double mean;
+    static Bench b;
     void *mem = NULL;
-    const char *names[5] = { "memcpy (baseline)", "consume (in place)",
-                             "consume + copy out", "consume + parse",
-                             "produce (write_sample)" };
+    int rc;
 
-    if (kib == 0 || (size & (size - 1)) || posix_memalign(&mem, pg, pg + size) ||
-        !(b.dst = malloc(size))) {
-        fprintf(stderr, "bench-ringbuf: ring_kib must be a power of two\n");
+    if (kib == 0 || (size & (size - 1)) || batch == 0 || batch > MAX_BATCH ||
+        posix_memalign(&mem, pg, pg + size) || !(b.dst = malloc(size))) {
+        fprintf(stderr, "usage: bench-ringbuf [ring_kib (2^n)] [rounds] "
+                "[batch (1..%u)]\n", MAX_BATCH);
         return 2;
     }
     memset(mem, 0, pg + size);
+    memset(b.dst, 0, size);
     b.data = (unsigned char *)mem + pg;
+    b.size = size;
+    b.batch = batch;
+    b.rng = 1;
     if (vpmu_ring_producer_new(mem, pg + size, 0, &b.p) ||
         vpmu_ring_new(mem, pg + size, &b.r)) {
         fprintf(stderr, "bench-ringbuf: ring setup failed\n");
         return 1;
     }
-    for (unsigned i = 0; i < rounds; i++) {
-        uint64_t (*const drain[3])(Bench *) = { drain_only, drain_copy,
-                                                drain_parse };
-        uint64_t filled, got;
-
-        t0 = now_ns();
-        filled = fill(&b, &n);
-        best(&t[4], &bytes[4], now_ns() - t0, filled);
-        recs += n;
-        total += filled;
-        t0 = now_ns();
-        memcpy(b.dst, b.data, filled);
-        best(&t[0], &bytes[0], now_ns() - t0, filled);
-        sink += b.dst[b.rng % size];
-        for (int m = 0; m < 3; m++) {
-            if (m) {
-                fill(&b, &n);
-            }
-            t0 = now_ns();
-            got = drain[m](&b);
-            best(&t[m + 1], &bytes[m + 1], now_ns() - t0, got);
-        }
-    }
-    mean = (double)total / (double)recs;
-    printf("bench-ringbuf: ring %zu KiB, %u rounds, %" PRIu64 " records of "
-           "40-80 bytes (mean %.1f); best round of each mode\n", kib, rounds,
-           recs, mean);
-    printf("%-24s %12s %10s %10s\n", "mode", "records/s", "MB/s", "vs memcpy");
-    for (int m = 0; m < 5; m++) {
-        double bps = (double)bytes[m] / ((double)t[m] / 1e9);
-        double base = (double)bytes[0] / ((double)t[0] / 1e9);
-        printf("%-24s %12.0f %10.0f %10.2f\n", names[m], bps / mean, bps / 1e6,
-               bps / base);
-    }
-    {
-        double ratio = ((double)bytes[1] / (double)t[1]) /
-                       ((double)bytes[0] / (double)t[0]);
-        printf("target: consume >= %.2f of memcpy: %s (%.2f)\n", TARGET,
-               ratio >= TARGET ? "met" : "NOT met", ratio);
-    }
+    printf("bench-ringbuf: ring %zu KiB, %u rounds, batch %u; best round of "
+           "each mode\n", kib, rounds, batch);
+    rc = run_mix(&b, mem, rounds, "40-80");
+    b.raw = 1;
+    rc = rc ? rc : run_mix(&b, mem, rounds, "40-96");
     vpmu_ring_free(b.r);
     vpmu_ring_producer_free(b.p);
     free(b.dst);
     free(mem);
-    return 0;
+    return rc;
 }

@@ -22,14 +22,20 @@
  *           (not head: the consumer may still hold a snapshot of it, and
  *           random mode covers bad heads).
  *
+ * Each case reads with vpmu_ring_read() (a third of the cases) or with
+ * vpmu_ring_read_batch() of 1..17 records, chosen from its own stream so
+ * the rings are the same either way.
+ *
  * Invariants for hostile rings: every record returned is 8-byte aligned,
- * has 8 <= size <=
- * data_size and equals the ring bytes at the consumer's position (read
- * modulo the data size); records never add up to more than head - tail;
- * the loop ends within data_size / 8 + 1 reads; an error is repeatable
- * (no progress, same code) and vpmu_ring_discard() then empties the ring;
- * the statistics match what was returned; sample parsing returns 0 or a
- * documented error.
+ * has 8 <= size <= data_size, a header copy equal to its first 8 bytes, and
+ * equals the ring bytes at the consumer's position (read modulo the data
+ * size), checked after the call returns, so that all records of a batch
+ * are valid together; records never add up to more than head - tail; the
+ * loop ends within data_size / 8 + 1 calls; an error is repeatable (no
+ * progress, same code, by either API) and vpmu_ring_discard() then empties
+ * the ring; the statistics (records, samples, lost events, throttles)
+ * match what was returned and an error is counted once per report; sample
+ * parsing returns 0 or a documented error.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -57,8 +63,12 @@ typedef struct Fz {
     struct perf_event_mmap_page *pg;
     unsigned char *data;
     uint64_t size;
+    unsigned batch;         /* 0: vpmu_ring_read(); else read_batch(batch) */
     const char *fail;
 } Fz;
+
+/* Batches of 1..17 records: small enough to end mid-ring, odd on purpose. */
+#define FZ_MAX_BATCH 17u
 
 #define CHECK(z, cond) do { \
         if (!(cond)) { (z)->fail = #cond; return -1; } \
@@ -86,60 +96,149 @@ static void plant_header(Fz *z, uint64_t pos)
     }
 }
 
+/*
+ * The next records, by vpmu_ring_read() (z->batch == 0) or by
+ * vpmu_ring_read_batch() of up to z->batch; *n records in @recs.
+ * Return: as the call (1 / 0 / -errno for vpmu_ring_read()).
+ */
+static int fz_read(Fz *z, VpmuRing *r, VpmuRingRecord *recs, unsigned *n)
+{
+    const struct perf_event_header *ev = (const void *)z;
+    int rc;
+
+    *n = 0;
+    if (z->batch) {
+        rc = vpmu_ring_read_batch(r, recs, z->batch);
+        if (rc > 0) {
+            *n = (unsigned)rc;
+        }
+        return rc;
+    }
+    rc = vpmu_ring_read(r, &ev);
+    if (rc == 1) {
+        recs[0].ev = ev;
+        memcpy(&recs[0].hdr, ev, sizeof(recs[0].hdr));
+        *n = 1;
+    } else if (ev) {
+        z->fail = "vpmu_ring_read: ev set without a record";
+        return -1000;
+    }
+    return rc;
+}
+
+/* Per-type tallies of what a drain returned, to check the statistics. */
+typedef struct Tally {
+    uint64_t records, samples, lost, throttle, unthrottle;
+} Tally;
+
+/*
+ * One record returned at ring position @pos, checked after the whole call
+ * returned (so the records of a batch are all valid together).
+ */
+static int check_record(Fz *z, const VpmuRingRecord *rec, uint64_t pos,
+                        uint64_t tail, uint64_t head, Tally *t)
+{
+    const struct perf_event_header *ev = rec->ev;
+    uint64_t mask = z->size - 1;
+
+    CHECK(z, ev && ((uintptr_t)ev & 7) == 0);
+    CHECK(z, rec->hdr.size >= 8 && rec->hdr.size <= z->size);
+    CHECK(z, pos - tail + rec->hdr.size <= head - tail);
+    CHECK(z, memcmp(&rec->hdr, ev, sizeof(rec->hdr)) == 0);
+    for (unsigned i = 0; i < rec->hdr.size; i++) {
+        unsigned char c = ((const unsigned char *)ev)[i];
+        CHECK(z, c == z->data[(pos + i) & mask]);
+    }
+    t->records++;
+    t->samples += rec->hdr.type == PERF_RECORD_SAMPLE;
+    t->throttle += rec->hdr.type == PERF_RECORD_THROTTLE;
+    t->unthrottle += rec->hdr.type == PERF_RECORD_UNTHROTTLE;
+    if (rec->hdr.type == PERF_RECORD_LOST) {
+        uint64_t f[3];
+        CHECK(z, rec->hdr.size >= sizeof(f));
+        memcpy(f, ev, sizeof(f));
+        t->lost += f[2];
+    }
+    return 0;
+}
+
+static int check_stats(Fz *z, VpmuRing *r, const VpmuRingStats *st0,
+                       const Tally *t)
+{
+    VpmuRingStats st;
+
+    vpmu_ring_stats(r, &st);
+    CHECK(z, st.records - st0->records == t->records);
+    CHECK(z, st.samples - st0->samples == t->samples);
+    CHECK(z, st.lost_events - st0->lost_events == t->lost);
+    CHECK(z, st.throttle - st0->throttle == t->throttle);
+    CHECK(z, st.unthrottle - st0->unthrottle == t->unthrottle);
+    return 0;
+}
+
+/* After -EBADMSG: repeatable, counted once per report, then discardable. */
+static int check_error(Fz *z, VpmuRing *r, const VpmuRingStats *st0,
+                       uint64_t pos, uint64_t head)
+{
+    VpmuRingRecord recs[1];
+    VpmuRingStats st;
+    unsigned n;
+
+    vpmu_ring_stats(r, &st);
+    CHECK(z, st.errors - st0->errors == 1);
+    CHECK(z, *vpmu_ring_error(r) != '\0');
+    CHECK(z, fz_read(z, r, recs, &n) == -EBADMSG && n == 0);  /* repeatable */
+    z->batch = (unsigned)rnd(z, 2);     /* either API sees the same error */
+    CHECK(z, fz_read(z, r, recs, &n) == -EBADMSG && n == 0);
+    CHECK(z, vpmu_ring_discard(r) == head - pos);
+    CHECK(z, z->pg->data_tail == head);
+    CHECK(z, fz_read(z, r, recs, &n) == 0);
+    return 0;
+}
+
 /* Drain a ring nobody trusts and check every record against the memory. */
 static int check_hostile(Fz *z, VpmuRing *r)
 {
     uint64_t tail = z->pg->data_tail, head = z->pg->data_head, pos = tail;
-    uint64_t mask = z->size - 1, nrec = 0, lost = 0;
-    const struct perf_event_header *ev;
-    VpmuRingStats st0, st;
+    VpmuRingRecord recs[FZ_MAX_BATCH];
+    VpmuRingStats st0;
     VpmuRingSample s;
+    Tally t = { 0 };
+    unsigned n;
     int rc;
 
     vpmu_ring_stats(r, &st0);
-    for (uint64_t n = 0;; n++) {
-        CHECK(z, n <= z->size / 8 + 1);             /* progress or stop */
-        rc = vpmu_ring_read(r, &ev);
-        if (rc != 1) {
+    for (uint64_t calls = 0;; calls++) {
+        CHECK(z, calls <= z->size / 8 + 1);         /* progress or stop */
+        rc = fz_read(z, r, recs, &n);
+        if (rc <= 0) {
             break;
         }
-        CHECK(z, ev && ((uintptr_t)ev & 7) == 0);
-        CHECK(z, ev->size >= 8 && ev->size <= z->size);
-        CHECK(z, pos - tail + ev->size <= head - tail);
-        for (unsigned i = 0; i < ev->size; i++) {
-            unsigned char c = ((const unsigned char *)ev)[i];
-            CHECK(z, c == z->data[(pos + i) & mask]);
+        CHECK(z, n >= 1 && n <= (z->batch ? z->batch : 1));
+        for (unsigned k = 0; k < n; k++) {
+            if (check_record(z, &recs[k], pos, tail, head, &t) < 0) {
+                return -1;
+            }
+            rc = vpmu_ring_parse_sample(recs[k].ev, rnd(z, 2) ? PERF_SAMPLE_IP |
+                                        PERF_SAMPLE_TID : splitmix64(&z->rng), &s);
+            CHECK(z, rc == 0 || rc == -EINVAL || rc == -EOPNOTSUPP ||
+                  rc == -EBADMSG);
+            pos += recs[k].hdr.size;
         }
-        if (ev->type == PERF_RECORD_LOST) {
-            uint64_t f[3];
-            CHECK(z, ev->size >= sizeof(f));
-            memcpy(f, ev, sizeof(f));
-            lost += f[2];
-        }
-        rc = vpmu_ring_parse_sample(ev, rnd(z, 2) ? PERF_SAMPLE_IP |
-                                    PERF_SAMPLE_TID : splitmix64(&z->rng), &s);
-        CHECK(z, rc == 0 || rc == -EINVAL || rc == -EOPNOTSUPP || rc == -EBADMSG);
-        pos += ev->size;
-        nrec++;
+        CHECK(z, t.records <= z->size / 8);
         if (rnd(z, 4) == 0) {
             vpmu_ring_consume(r);
             CHECK(z, z->pg->data_tail == pos);
         }
     }
     CHECK(z, rc == 0 || rc == -EBADMSG);
-    vpmu_ring_stats(r, &st);
-    CHECK(z, st.records - st0.records == nrec);
-    CHECK(z, st.lost_events - st0.lost_events == lost);
-    if (rc == -EBADMSG) {
-        CHECK(z, *vpmu_ring_error(r) != '\0');
-        CHECK(z, vpmu_ring_read(r, &ev) == -EBADMSG && !ev);  /* repeatable */
-        CHECK(z, st.errors - st0.errors == 1);
-        CHECK(z, vpmu_ring_discard(r) == head - pos);
-        CHECK(z, z->pg->data_tail == head);
-        CHECK(z, vpmu_ring_read(r, &ev) == 0);
-    } else {
-        CHECK(z, pos == head);
+    if (check_stats(z, r, &st0, &t) < 0) {
+        return -1;
     }
+    if (rc == -EBADMSG) {
+        return check_error(z, r, &st0, pos, head);
+    }
+    CHECK(z, pos == head);
     return 0;
 }
 
@@ -186,25 +285,42 @@ typedef struct Want {
     uint64_t seed;          /* LOST: the count */
 } Want;
 
+/* One expected record against what the consumer returned. */
+static int check_want(Fz *z, const Want *w, const VpmuRingRecord *rec)
+{
+    const unsigned char *b = (const void *)rec->ev;
+    uint64_t f[3];
+
+    CHECK(z, ((uintptr_t)b & 7) == 0);
+    CHECK(z, rec->hdr.type == w->type && rec->hdr.size == w->size);
+    CHECK(z, memcmp(&rec->hdr, b, sizeof(rec->hdr)) == 0);
+    if (w->type == PERF_RECORD_LOST) {
+        memcpy(f, b, sizeof(f));
+        CHECK(z, f[1] == 7 && f[2] == w->seed);
+        return 0;
+    }
+    for (unsigned i = 8; i < w->size; i++) {
+        CHECK(z, b[i] == (unsigned char)(w->seed + i));
+    }
+    return 0;
+}
+
+/* Read at least @max records (a batch may bring more), or all there are. */
 static int read_expect(Fz *z, VpmuRing *r, Want *q, size_t *qh, size_t qt,
                        unsigned max)
 {
-    const struct perf_event_header *ev;
-    uint64_t f[3];
+    VpmuRingRecord recs[FZ_MAX_BATCH];
+    unsigned n, got = 0;
 
-    for (unsigned n = 0; n < max && *qh < qt; n++) {
-        const Want *w = &q[(*qh)++];
-        CHECK(z, vpmu_ring_read(r, &ev) == 1);
-        CHECK(z, ((uintptr_t)ev & 7) == 0);
-        CHECK(z, ev->type == w->type && ev->size == w->size);
-        if (w->type == PERF_RECORD_LOST) {
-            memcpy(f, ev, sizeof(f));
-            CHECK(z, f[1] == 7 && f[2] == w->seed);
-            continue;
+    while (got < max && *qh < qt) {
+        CHECK(z, fz_read(z, r, recs, &n) > 0);
+        CHECK(z, n <= qt - *qh);
+        for (unsigned k = 0; k < n; k++) {
+            if (check_want(z, &q[(*qh)++], &recs[k]) < 0) {
+                return -1;
+            }
         }
-        for (unsigned i = 8; i < w->size; i++) {
-            CHECK(z, ((const unsigned char *)ev)[i] == (unsigned char)(w->seed + i));
-        }
+        got += n;
     }
     return 0;
 }
@@ -217,7 +333,8 @@ static int case_traffic(Fz *z, bool corrupt)
     VpmuRingProducer *p = NULL;
     VpmuRing *r = NULL;
     uint64_t pending = 0, start = rnd(z, 2) ? 0 : (uint64_t)0 - rnd(z, 256);
-    const struct perf_event_header *ev;
+    VpmuRingRecord recs[FZ_MAX_BATCH];
+    unsigned n;
     int rc = -1;
 
     z->pg->data_head = z->pg->data_tail = start;
@@ -261,7 +378,8 @@ static int case_traffic(Fz *z, bool corrupt)
     }
     rc = -1;
     if (!corrupt) {
-        if (read_expect(z, r, q, &qh, qt, ~0u) < 0 || vpmu_ring_read(r, &ev) != 0) {
+        if (read_expect(z, r, q, &qh, qt, ~0u) < 0 ||
+            fz_read(z, r, recs, &n) != 0) {
             z->fail = z->fail ? z->fail : "traffic: records left or error";
             goto out;
         }
@@ -286,7 +404,12 @@ static int run_case(uint64_t seed, uint64_t c, uint64_t *mode_out)
     Fz z = { .rng = seed ^ (c * 0xd1342543de82ef95ull) };
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     uint64_t mode = rnd(&z, 3);
+    /* Its own stream, so that the rings are the same whichever API reads. */
+    uint64_t api = seed ^ (c * 0x9e3779b97f4a7c15ull) ^ 0x5bd1e995ull;
     int rc;
+
+    z.batch = splitmix64(&api) % 3 == 0 ? 0
+              : 1 + (unsigned)(splitmix64(&api) % FZ_MAX_BATCH);
 
     z.size = 1ull << (3 + rnd(&z, 10));
     z.map = pg + z.size;
@@ -300,7 +423,8 @@ static int run_case(uint64_t seed, uint64_t c, uint64_t *mode_out)
     rc = mode == 0 ? case_random(&z) : case_traffic(&z, mode == 2);
     if (rc < 0) {
         printf("fuzz-ringbuf: invariant violated: %s (mode %" PRIu64
-               ", data size %" PRIu64 ")\n", z.fail ? z.fail : "?", mode, z.size);
+               ", data size %" PRIu64 ", batch %u)\n", z.fail ? z.fail : "?",
+               mode, z.size, z.batch);
     }
     *mode_out = mode;
     free(z.mem);

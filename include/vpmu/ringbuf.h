@@ -32,6 +32,15 @@
  *   }
  *   vpmu_ring_consume(ring);     r == 0: empty; r < 0: malformed ring
  *
+ * or, in batches (one acquire of data_head and one release of data_tail
+ * per batch; the fast way, see docs/ringbuf.md):
+ *
+ *   VpmuRingRecord recs[64];
+ *   while ((n = vpmu_ring_read_batch(ring, recs, 64)) > 0) {
+ *       for (i = 0; i < n; i++) ... use recs[i].ev, recs[i].hdr ...
+ *       vpmu_ring_consume(ring);
+ *   }                            n == 0: empty; n < 0: malformed ring
+ *
  * Errors never consume anything: on -EBADMSG the ring position stays at the
  * start of the bad record, vpmu_ring_error() says what is wrong, and the
  * caller may give up or vpmu_ring_discard() everything up to data_head.
@@ -100,6 +109,38 @@ VPMU_API void vpmu_ring_free(VpmuRing *ring);
  * when a PERF_RECORD_LOST is too short to hold its count.
  */
 VPMU_API int vpmu_ring_read(VpmuRing *ring, const struct perf_event_header **ev);
+
+/* One record of a batch. */
+typedef struct VpmuRingRecord {
+    /* The record: hdr.size readable bytes, 8-byte aligned, contiguous. */
+    const struct perf_event_header *ev;
+    /*
+     * Its header as validated.  Use it rather than *ev: a producer that
+     * rewrites the ring under the consumer cannot change these bounds.
+     */
+    struct perf_event_header hdr;
+} VpmuRingRecord;
+
+/**
+ * vpmu_ring_read_batch() - up to @max records at once.
+ * @out: filled with the records, in ring order.  Each is in place, except
+ *      at most one per batch (one that wraps around the end of the data
+ *      area, or is misaligned) which is in the bounce buffer.  All are
+ *      valid together until the next call to vpmu_ring_read(),
+ *      vpmu_ring_read_batch(), vpmu_ring_consume() or vpmu_ring_discard().
+ *
+ * The same records, checks, errors and statistics as calling
+ * vpmu_ring_read() @max times, but data_head is loaded (acquire) once per
+ * call, and records are validated in a loop with no call per record.
+ * Records that precede a malformed one are returned; the next call then
+ * fails on it.  Nothing is released to the producer until
+ * vpmu_ring_consume().
+ * Return: the number of records (1 to @max); 0 when the ring is empty;
+ * -EINVAL for a NULL @out or @max == 0; -EBADMSG (nothing consumed) when
+ * the first record is malformed, as vpmu_ring_read().
+ */
+VPMU_API int vpmu_ring_read_batch(VpmuRing *ring, VpmuRingRecord *out,
+                                  unsigned max);
 
 /**
  * vpmu_ring_consume() - hand every record read so far back to the producer

@@ -17,10 +17,12 @@
  * Timers can fire late, though, and perf_swevent_hrtimer() then forwards
  * past the missed periods (hrtimer_forward_now), which loses samples with
  * no record at all.  Measured on this nested VM: 0.999 of the upper bound
- * (2999 of 3001).  The lower bound is 9/10 of C / P: a consumer that skips
- * or double-counts records misses it, ordinary timer jitter does not.
+ * (2999 of 3001), but 0.899 once under ASan on a loaded host.  The lower
+ * bound is 2/3 of C / P: a consumer that skips every other record misses
+ * it (a double-counting one breaks the upper bound), and timer lateness on
+ * a loaded host does not.
  */
-#define LOW(count, period) ((count) / (period) * 9 / 10)
+#define LOW(count, period) ((count) / (period) * 2 / 3)
 #include <check.h>
 #include <errno.h>
 #include <linux/perf_event.h>

@@ -421,6 +421,266 @@ START_TEST(test_malformed_then_fixed)
 }
 END_TEST
 
+/* ---- batches (vpmu_ring_read_batch) ------------------------------------ */
+
+/* The records of a batch, checked against the records written. */
+static void check_batch(const VpmuRingRecord *recs, int n, const unsigned char *want,
+                        size_t *woff)
+{
+    for (int i = 0; i < n; i++) {
+        struct perf_event_header h;
+
+        memcpy(&h, want + *woff, sizeof(h));
+        ck_assert_uint_eq((uintptr_t)recs[i].ev & 7, 0);
+        ck_assert_mem_eq(&recs[i].hdr, &h, sizeof(h));
+        ck_assert_mem_eq(recs[i].ev, want + *woff, h.size);
+        *woff += h.size;
+    }
+}
+
+/*
+ * The 7 records of test_round_trip_exact, read in batches of 1 to 8: the
+ * same bytes, the same statistics, and data_tail moves only on consume.
+ */
+START_TEST(test_batch_round_trip_exact)
+{
+    static const struct { uint32_t type; uint16_t size; } recs[] = {
+        { PERF_RECORD_SAMPLE, 8 }, { PERF_RECORD_MMAP, 16 },
+        { PERF_RECORD_THROTTLE, 24 }, { PERF_RECORD_SAMPLE, 40 },
+        { PERF_RECORD_UNTHROTTLE, 64 }, { PERF_RECORD_COMM, 96 },
+        { PERF_RECORD_SAMPLE, 48 },
+    };
+    unsigned max = (unsigned)_i;
+    TRing t = tring(512, 0);
+    VpmuRingProducer *p;
+    VpmuRing *r;
+    VpmuRingRecord out[8];
+    unsigned char want[296];
+    size_t woff = 0, wlen = 0;
+    VpmuRingStats st;
+    int n, calls = 0;
+
+    ck_assert_int_eq(vpmu_ring_producer_new(t.mem, t.map, 0, &p), 0);
+    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
+    ck_assert_int_eq(vpmu_ring_read_batch(r, out, max), 0);     /* empty */
+    for (unsigned i = 0; i < 7; i++) {
+        mkrec(want + wlen, recs[i].type, recs[i].size, i * 17);
+        ck_assert_int_eq(vpmu_ring_producer_write(p, (void *)(want + wlen)), 0);
+        wlen += recs[i].size;
+    }
+    while ((n = vpmu_ring_read_batch(r, out, max)) > 0) {
+        ck_assert_int_le(n, max);
+        check_batch(out, n, want, &woff);
+        calls++;
+    }
+    ck_assert_int_eq(n, 0);
+    ck_assert_uint_eq(woff, 296);
+    ck_assert_int_eq(calls, (7 + max - 1) / max);
+    ck_assert_uint_eq(t.pg->data_tail, 0);              /* not yet consumed */
+    vpmu_ring_consume(r);
+    ck_assert_uint_eq(t.pg->data_tail, 296);
+    vpmu_ring_stats(r, &st);
+    ck_assert_uint_eq(st.records, 7);
+    ck_assert_uint_eq(st.bytes, 296);
+    ck_assert_uint_eq(st.samples, 3);
+    ck_assert_uint_eq(st.throttle, 1);
+    ck_assert_uint_eq(st.unthrottle, 1);
+    ck_assert_uint_eq(st.wrapped + st.errors + st.lost_records + st.unaligned, 0);
+    vpmu_ring_free(r);
+    vpmu_ring_producer_free(p);
+    free(t.mem);
+}
+END_TEST
+
+/*
+ * Three records, 16 + size + 16 bytes, written at every byte offset of a
+ * 128-byte ring (positions near 2^64), read in batches of 8.  Whatever
+ * straddles the end or is misaligned comes from the bounce buffer; a batch
+ * holds at most one such record, so every record of each batch must still
+ * be intact when the call returns.  wrapped and unaligned count exactly
+ * the records that straddle the end / sit at an offset not 8-aligned.
+ * Size 13 makes the second header misaligned, and at some offsets split.
+ */
+START_TEST(test_batch_wrap_every_offset)
+{
+    static const uint16_t sizes[] = { 8, 13, 24, 40 };
+
+    for (unsigned si = 0; si < 4; si++) {
+        for (uint64_t off = 0; off < 128; off++) {
+            uint16_t sz[3] = { 16, sizes[si], 16 };
+            uint64_t start = (0ull - 128) + off, pos = start, wrapped = 0;
+            uint64_t unaligned = 0;
+            TRing t = tring(128, start);
+            unsigned char want[72];
+            size_t woff = 0, wlen = 0;
+            VpmuRingProducer *p;
+            VpmuRing *r;
+            VpmuRingRecord out[8];
+            VpmuRingStats st;
+            int n;
+
+            ck_assert_int_eq(vpmu_ring_producer_new(t.mem, t.map, 0, &p), 0);
+            ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
+            for (unsigned k = 0; k < 3; k++) {
+                uint64_t o = pos & 127;
+
+                mkrec(want + wlen, PERF_RECORD_SAMPLE, sz[k], (unsigned)(off + k));
+                ck_assert_int_eq(vpmu_ring_producer_write(p, (void *)(want + wlen)), 0);
+                wrapped += o + sz[k] > 128;
+                unaligned += o + sz[k] <= 128 && (o & 7);
+                wlen += sz[k];
+                pos += sz[k];
+            }
+            while ((n = vpmu_ring_read_batch(r, out, 8)) > 0) {
+                check_batch(out, n, want, &woff);
+            }
+            ck_assert_int_eq(n, 0);
+            ck_assert_uint_eq(woff, wlen);
+            vpmu_ring_consume(r);
+            ck_assert_uint_eq(t.pg->data_tail, pos);
+            vpmu_ring_stats(r, &st);
+            ck_assert_uint_eq(st.records, 3);
+            ck_assert_uint_eq(st.wrapped, wrapped);
+            ck_assert_uint_eq(st.unaligned, unaligned);
+            vpmu_ring_free(r);
+            vpmu_ring_producer_free(p);
+            free(t.mem);
+        }
+    }
+}
+END_TEST
+
+/* Each bad_cases[] entry through the batch API: as test_malformed. */
+START_TEST(test_batch_malformed)
+{
+    const BadCase *c = &bad_cases[_i];
+    TRing t = tring(64, c->tail);
+    struct perf_event_header h = { .type = c->type, .size = c->size };
+    VpmuRingRecord out[4];
+    VpmuRing *r;
+    VpmuRingStats st;
+
+    memcpy(t.data + (c->tail & 63), &h, sizeof(h));
+    t.pg->data_head = c->head;
+    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(vpmu_ring_read_batch(r, out, 4) == -EBADMSG, "%s", c->what);
+        ck_assert_msg(strstr(vpmu_ring_error(r), c->msg), "%s: \"%s\"",
+                      c->what, vpmu_ring_error(r));
+        vpmu_ring_consume(r);
+        ck_assert_uint_eq(t.pg->data_tail, c->tail);
+    }
+    vpmu_ring_stats(r, &st);
+    ck_assert_uint_eq(st.errors, 2);
+    ck_assert_uint_eq(st.records, 0);
+    ck_assert_uint_eq(vpmu_ring_discard(r), c->head - c->tail);
+    ck_assert_int_eq(vpmu_ring_read_batch(r, out, 4), 0);
+    vpmu_ring_free(r);
+    free(t.mem);
+}
+END_TEST
+
+/*
+ * Good records before a bad one are returned; the next call reports it.
+ *   [S S 0 . . . . .]  T=0, H=48: two 8-byte samples, then size 0
+ * The error is counted once, when reported.  Then the arguments.
+ */
+START_TEST(test_batch_error_after_records)
+{
+    TRing t = tring(64, 0);
+    VpmuRingRecord out[8];
+    VpmuRing *r;
+    VpmuRingStats st;
+
+    mkrec(t.data, PERF_RECORD_SAMPLE, 8, 0);
+    mkrec(t.data + 8, PERF_RECORD_SAMPLE, 8, 0);
+    t.pg->data_head = 48;
+    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
+    ck_assert_int_eq(vpmu_ring_read_batch(r, out, 0), -EINVAL);
+    ck_assert_int_eq(vpmu_ring_read_batch(r, NULL, 8), -EINVAL);
+    ck_assert_int_eq(vpmu_ring_read_batch(r, out, 8), 2);
+    ck_assert_ptr_eq(out[0].ev, (void *)t.data);
+    ck_assert_ptr_eq(out[1].ev, (void *)(t.data + 8));
+    vpmu_ring_stats(r, &st);
+    ck_assert_uint_eq(st.errors, 0);
+    ck_assert_int_eq(vpmu_ring_read_batch(r, out, 8), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(vpmu_ring_error(r), "size 0"));
+    vpmu_ring_consume(r);
+    ck_assert_uint_eq(t.pg->data_tail, 16);
+    vpmu_ring_stats(r, &st);
+    ck_assert_uint_eq(st.errors, 1);
+    ck_assert_uint_eq(st.records, 2);
+    vpmu_ring_free(r);
+    free(t.mem);
+}
+END_TEST
+
+/*
+ * The same traffic into two rings, one read record by record, the other
+ * in batches of 3: the same records in the same order, and identical
+ * statistics.  The traffic has every kind the consumer treats apart:
+ * samples, THROTTLE, UNTHROTTLE, other types, sizes not multiples of 8
+ * (misaligned, bounced), wraps, and LOST records from a full ring.
+ */
+START_TEST(test_batch_matches_read)
+{
+    static const uint32_t types[] = { PERF_RECORD_SAMPLE, PERF_RECORD_SAMPLE,
+                                      PERF_RECORD_THROTTLE,
+                                      PERF_RECORD_UNTHROTTLE, PERF_RECORD_MMAP };
+    TRing t[2] = { tring(256, 0ull - 100), tring(256, 0ull - 100) };
+    VpmuRingProducer *p[2];
+    VpmuRing *r[2];
+    VpmuRingStats st[2];
+    unsigned char buf[64];
+    uint64_t seq = 0;
+
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(vpmu_ring_producer_new(t[k].mem, t[k].map, 9, &p[k]), 0);
+        ck_assert_int_eq(vpmu_ring_new(t[k].mem, t[k].map, &r[k]), 0);
+    }
+    for (unsigned round = 0; round < 200; round++) {
+        const struct perf_event_header *ev;
+        VpmuRingRecord out[3];
+        int n;
+
+        for (unsigned w = round % 9; w; w--, seq++) {
+            mkrec(buf, types[seq % 5], (uint16_t)(8 + (seq * 13) % 50), (unsigned)seq);
+            for (int k = 0; k < 2; k++) {
+                int rc = vpmu_ring_producer_write(p[k], (void *)buf);
+                ck_assert(rc == 0 || rc == -ENOSPC);
+            }
+        }
+        /* Drain only every other round, so that the ring fills and drops. */
+        if ((round & 1) == 0) {
+            continue;
+        }
+        while ((n = vpmu_ring_read_batch(r[1], out, 3)) > 0) {
+            for (int i = 0; i < n; i++) {
+                ck_assert_int_eq(vpmu_ring_read(r[0], &ev), 1);
+                ck_assert_mem_eq(&out[i].hdr, ev, sizeof(*ev));
+                ck_assert_mem_eq(out[i].ev, ev, ev->size);
+            }
+        }
+        ck_assert_int_eq(n, 0);
+        ck_assert_int_eq(vpmu_ring_read(r[0], &ev), 0);
+        vpmu_ring_consume(r[0]);
+        vpmu_ring_consume(r[1]);
+    }
+    vpmu_ring_stats(r[0], &st[0]);
+    vpmu_ring_stats(r[1], &st[1]);
+    ck_assert_mem_eq(&st[0], &st[1], sizeof(st[0]));
+    ck_assert_uint_gt(st[0].lost_records, 0);
+    ck_assert_uint_gt(st[0].wrapped, 0);
+    ck_assert_uint_gt(st[0].unaligned, 0);
+    ck_assert_uint_gt(st[0].throttle * st[0].unthrottle, 0);
+    for (int k = 0; k < 2; k++) {
+        vpmu_ring_free(r[k]);
+        vpmu_ring_producer_free(p[k]);
+        free(t[k].mem);
+    }
+}
+END_TEST
+
 /* ---- PERF_RECORD_SAMPLE ------------------------------------------------ */
 
 START_TEST(test_sample_size)
@@ -642,6 +902,12 @@ static Suite *ringbuf_suite(void)
     tcase_add_loop_test(tc, test_malformed, 0,
                         sizeof(bad_cases) / sizeof(bad_cases[0]));
     tcase_add_test(tc, test_malformed_then_fixed);
+    tcase_add_loop_test(tc, test_batch_round_trip_exact, 1, 9);
+    tcase_add_test(tc, test_batch_wrap_every_offset);
+    tcase_add_loop_test(tc, test_batch_malformed, 0,
+                        sizeof(bad_cases) / sizeof(bad_cases[0]));
+    tcase_add_test(tc, test_batch_error_after_records);
+    tcase_add_test(tc, test_batch_matches_read);
     tcase_add_test(tc, test_sample_size);
     tcase_add_test(tc, test_sample_parse_by_hand);
     tcase_add_test(tc, test_sample_round_trip_all_types);

@@ -10,6 +10,7 @@
 #include <vpmu/ringbuf.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +21,12 @@
 /* A record's size is a __u16 (struct perf_event_header.size). */
 #define RING_MAX_RECORD     0xffffu
 #define RING_HDR_SIZE       ((uint64_t)sizeof(struct perf_event_header))
+/*
+ * How far ahead of the record being read the fast path prefetches: about
+ * 8 records of 64 bytes, enough to cover an L2 hit at one record per ~6
+ * cycles (measured best between 256 and 1024 on Cascade Lake).
+ */
+#define RING_PREFETCH       512u
 
 /* PERF_RECORD_LOST: { header; u64 id; u64 lost; } (+ sample_id, optional). */
 typedef struct RingLost {
@@ -40,7 +47,8 @@ struct VpmuRing {
     uint64_t pos;           /* start of the next record */
     uint64_t head;          /* data_head as last loaded */
     unsigned char *bounce;  /* min(size, RING_MAX_RECORD) bytes */
-    VpmuRingStats stats;
+    VpmuRingStats stats;    /* .samples is derived: records - nonsample */
+    uint64_t nonsample;     /* records delivered that are not SAMPLE */
     char err[128];
 };
 
@@ -148,6 +156,7 @@ void vpmu_ring_free(VpmuRing *ring)
     }
 }
 
+/* Format the error text; the caller decides whether the error is counted. */
 __attribute__((format(printf, 2, 3)))
 static int ring_bad(VpmuRing *r, const char *fmt, ...)
 {
@@ -156,13 +165,13 @@ static int ring_bad(VpmuRing *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->err, sizeof(r->err), fmt, ap);
     va_end(ap);
-    r->stats.errors++;
     return -EBADMSG;
 }
 
 /*
  * Count the record kinds the statistics track, from the validated header
  * copy @hdr; @rec holds hdr->size readable bytes.  A short LOST is malformed.
+ * SAMPLE is not counted here: stats.samples is records minus the others.
  */
 static int ring_account(VpmuRing *r, const struct perf_event_header *hdr,
                         const void *rec)
@@ -171,8 +180,7 @@ static int ring_account(VpmuRing *r, const struct perf_event_header *hdr,
 
     switch (hdr->type) {
     case PERF_RECORD_SAMPLE:
-        r->stats.samples++;
-        break;
+        return 0;
     case PERF_RECORD_LOST:
         if (hdr->size < sizeof(lost)) {
             return ring_bad(r, "PERF_RECORD_LOST of %u bytes at %#llx, "
@@ -192,42 +200,48 @@ static int ring_account(VpmuRing *r, const struct perf_event_header *hdr,
     default:
         break;
     }
+    r->nonsample++;
     return 0;
 }
 
-int vpmu_ring_read(VpmuRing *r, const struct perf_event_header **ev)
+/* Check the head snapshot against the position: 0 and the bytes published. */
+static int ring_avail(VpmuRing *r, uint64_t *avail)
 {
-    struct perf_event_header hdr;
-    uint64_t avail, off;
-    const void *rec;
-    int err;
-
-    *ev = NULL;
-    if (r->head == r->pos) {
-        /*
-         * Pairs with the producer's release store of data_head (kernel:
-         * smp_store_release() in perf_output_put_handle(); ours:
-         * vpmu_ring_producer_write()): the record bytes below head are
-         * visible once head is.
-         */
-        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
-    }
-    avail = r->head - r->pos;
-    if (avail == 0) {
-        return 0;
-    }
-    if ((int64_t)avail < 0) {
+    *avail = r->head - r->pos;
+    if ((int64_t)*avail < 0) {
         return ring_bad(r, "data_head %#llx is behind the tail %#llx",
                         (unsigned long long)r->head, (unsigned long long)r->pos);
     }
-    if (avail > r->l.size) {
+    if (*avail > r->l.size) {
         return ring_bad(r, "data_head %#llx is %#llx bytes ahead of the tail, "
                         "more than the ring (%#llx)", (unsigned long long)r->head,
-                        (unsigned long long)avail, (unsigned long long)r->l.size);
+                        (unsigned long long)*avail, (unsigned long long)r->l.size);
     }
-    if (avail < RING_HDR_SIZE) {
+    if (*avail && *avail < RING_HDR_SIZE) {
         return ring_bad(r, "truncated record at %#llx: %llu bytes, no header",
-                        (unsigned long long)r->pos, (unsigned long long)avail);
+                        (unsigned long long)r->pos, (unsigned long long)*avail);
+    }
+    return 0;
+}
+
+/*
+ * The general path for one record against the head snapshot: any offset,
+ * wrapping, misaligned, LOST, or malformed.  A record that straddles the
+ * end, or sits at an offset that is not 8-aligned (the kernel never writes
+ * one), is copied into the bounce buffer so that the caller gets it
+ * contiguous and aligned.
+ * Return: 1 (the position moved past *rec), 0 (empty) or -EBADMSG (nothing
+ * consumed; the caller counts the error when it reports it).
+ */
+static int ring_next(VpmuRing *r, VpmuRingRecord *rec)
+{
+    struct perf_event_header hdr;
+    uint64_t avail, off;
+    int err;
+
+    err = ring_avail(r, &avail);
+    if (err || avail == 0) {
+        return err;
     }
     off = r->pos & r->l.mask;
     if (off + sizeof(hdr) <= r->l.size) {
@@ -246,33 +260,162 @@ int vpmu_ring_read(VpmuRing *r, const struct perf_event_header **ev)
                         "published", (unsigned long long)r->pos, hdr.size,
                         (unsigned long long)avail);
     }
-    if (off + hdr.size <= r->l.size && (off & 7) == 0) {
-        rec = r->l.data + off;
-    } else {
-        /*
-         * Straddles the end: deliver it contiguous from the bounce buffer.
-         * So does a record at an offset that is not 8-aligned (the kernel
-         * never writes one), so that callers get an aligned struct.
-         */
+    rec->ev = (const void *)(r->l.data + off);
+    if (off + hdr.size > r->l.size || (off & 7)) {
         ring_copy_out(&r->l, r->pos, r->bounce, hdr.size);
+        /* The copy shows the header we validated, not a second read. */
         memcpy(r->bounce, &hdr, sizeof(hdr));
-        rec = r->bounce;
+        rec->ev = (const void *)r->bounce;
     }
-    /* Account from the validated header, never from memory read twice. */
-    err = ring_account(r, &hdr, rec);
+    err = ring_account(r, &hdr, rec->ev);
     if (err) {
         return err;
     }
     if (off + hdr.size > r->l.size) {
         r->stats.wrapped++;
-    } else if (rec == r->bounce) {
+    } else if (off & 7) {
         r->stats.unaligned++;
     }
     r->pos += hdr.size;
     r->stats.records++;
     r->stats.bytes += hdr.size;
-    *ev = rec;
+    rec->hdr = hdr;
     return 1;
+}
+
+/*
+ * The fast path: up to @max records that lie whole and 8-aligned between
+ * the position and min(head snapshot, end of the data area), delivered in
+ * place.  It stops, without error, at the first record that needs
+ * ring_next(): one that wraps, is misaligned, truncated or malformed, is
+ * 32 KiB or more, or is a PERF_RECORD_LOST (whose count must be checked).
+ *
+ * Why it is shaped this way (docs/ringbuf.md has the numbers): the only
+ * dependency from one record to the next is "load size, add it to p",
+ * about 6 cycles, and the loop is kept to ~18 instructions so that it runs
+ * in the shadow of that chain.  Every check is a well-predicted branch off
+ * the chain, and the ring, usually in L2 rather than L1, is prefetched
+ * ahead so that the size load hits L1 (without the prefetch a record costs
+ * twice as much).
+ * Return: the number of records delivered.
+ */
+static unsigned ring_fast(VpmuRing *r, VpmuRingRecord *out, unsigned max)
+{
+    uint64_t avail = r->head - r->pos, start = r->pos & r->l.mask, len;
+    uint64_t other = 0, thr = 0, unthr = 0;
+    const unsigned char *p, *end, *last, *pf_end;
+    VpmuRingRecord *o = out, *const oend = out + max;
+
+    if (avail > r->l.size || avail < RING_HDR_SIZE || (start & 7)) {
+        return 0;               /* ring_next() handles or reports it */
+    }
+    len = avail < r->l.size - start ? avail : r->l.size - start;
+    p = r->l.data + start;
+    end = p + len;
+    last = end - RING_HDR_SIZE;         /* the last header that fits */
+    /* Never prefetch beyond head: those lines are the producer's to write. */
+    pf_end = len > RING_PREFETCH ? end - RING_PREFETCH : p;
+    while (o < oend) {
+        /*
+         * size is loaded twice: alone for the chain (a cycle shorter than
+         * taking it out of the 8-byte load), and in the header handed out.
+         * The two must agree, so what the caller gets is what was checked.
+         */
+        uint16_t size = __atomic_load_n((const uint16_t *)(p + 6),
+                                        __ATOMIC_RELAXED);
+        uint64_t word = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+        struct perf_event_header h;
+
+        memcpy(&h, &word, sizeof(h));
+        if (p < pf_end) {
+            __builtin_prefetch(p + RING_PREFETCH);
+        }
+        /* size - 8 wraps below 8, and sets bit 15 from 32776: both slow. */
+        if (((size - 8u) & 0x8007u) || size > (size_t)(end - p) ||
+            h.size != size) {
+            break;
+        }
+        if (h.type != PERF_RECORD_SAMPLE) {
+            if (h.type == PERF_RECORD_LOST) {
+                break;
+            }
+            other++;
+            thr += h.type == PERF_RECORD_THROTTLE;
+            unthr += h.type == PERF_RECORD_UNTHROTTLE;
+        }
+        o->ev = (const void *)p;
+        o->hdr = h;             /* two stores a record: a third costs more */
+        o++;
+        p += size;
+        if (p > last) {
+            break;
+        }
+    }
+    len = (uint64_t)(p - (r->l.data + start));
+    r->pos += len;
+    r->stats.records += (uint64_t)(o - out);
+    r->stats.bytes += len;
+    r->stats.throttle += thr;
+    r->stats.unthrottle += unthr;
+    r->nonsample += other;
+    return (unsigned)(o - out);
+}
+
+int vpmu_ring_read(VpmuRing *r, const struct perf_event_header **ev)
+{
+    VpmuRingRecord rec;
+    int rc;
+
+    *ev = NULL;
+    if (r->head == r->pos) {
+        /*
+         * Pairs with the producer's release store of data_head (kernel:
+         * smp_store_release() in perf_output_put_handle(); ours:
+         * vpmu_ring_producer_write()): the record bytes below head are
+         * visible once head is.
+         */
+        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
+    }
+    /* One record: ring_fast()'s setup would cost more than it saves. */
+    rc = ring_next(r, &rec);
+    if (rc < 0) {
+        r->stats.errors++;
+        return rc;
+    }
+    *ev = rc ? rec.ev : NULL;
+    return rc;
+}
+
+int vpmu_ring_read_batch(VpmuRing *r, VpmuRingRecord *out, unsigned max)
+{
+    unsigned n = 0;
+    bool bounced = false;
+    int rc;
+
+    if (!out || max == 0) {
+        return -EINVAL;
+    }
+    max = max < INT_MAX ? max : INT_MAX;
+    /* Once per batch; pairs as in vpmu_ring_read(). */
+    r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
+    for (;;) {
+        n += ring_fast(r, out + n, max - n);
+        /* The bounce buffer holds one record: a second one would clobber it. */
+        if (n == max || bounced) {
+            break;
+        }
+        rc = ring_next(r, &out[n]);
+        if (rc < 0 && n == 0) {
+            r->stats.errors++;
+            return rc;
+        }
+        if (rc <= 0) {
+            break;              /* empty, or an error the next call reports */
+        }
+        bounced = out[n].ev == (const void *)r->bounce;
+        n++;
+    }
+    return (int)n;
 }
 
 void vpmu_ring_consume(VpmuRing *r)
@@ -299,6 +442,8 @@ uint64_t vpmu_ring_discard(VpmuRing *r)
 void vpmu_ring_stats(const VpmuRing *r, VpmuRingStats *out)
 {
     *out = r->stats;
+    /* Derived, so that the fast path need not count samples one by one. */
+    out->samples = r->stats.records - r->nonsample;
 }
 
 const char *vpmu_ring_error(const VpmuRing *r)
