@@ -225,7 +225,8 @@ VPMU_API void vpmu_ring_producer_free(VpmuRingProducer *prod);
 /**
  * vpmu_ring_producer_write() - append one record and publish data_head.
  * @ev: the record, ev->size bytes (at least the 8-byte header; the kernel
- *      keeps sizes multiples of 8, this producer does not require it).
+ *      keeps sizes multiples of 8, this producer does not require it); it
+ *      may sit at any address (it is copied byte-wise).
  *
  * As the kernel does, it never overwrites what the consumer has not
  * released: a record that does not fit is dropped and counted, and the

@@ -487,10 +487,14 @@ void vpmu_ring_producer_free(VpmuRingProducer *prod)
 int vpmu_ring_producer_write(VpmuRingProducer *p,
                              const struct perf_event_header *ev)
 {
-    uint64_t tail, used, need = ev->size;
+    struct perf_event_header h;
+    uint64_t tail, used, need;
     RingLost lost = { .header = { .type = PERF_RECORD_LOST,
                                   .size = sizeof(RingLost) } };
 
+    /* The record may sit at any address (a caller's byte buffer). */
+    memcpy(&h, ev, sizeof(h));
+    need = h.size;
     if (need < RING_HDR_SIZE || need + sizeof(lost) > p->l.size) {
         return -EINVAL;
     }
@@ -522,10 +526,10 @@ int vpmu_ring_producer_write(VpmuRingProducer *p,
         p->stats.lost_records++;
         p->stats.bytes += sizeof(lost);
     }
-    ring_copy_in(&p->l, p->head, ev, ev->size);
-    p->head += ev->size;
+    ring_copy_in(&p->l, p->head, ev, h.size);
+    p->head += h.size;
     p->stats.records++;
-    p->stats.bytes += ev->size;
+    p->stats.bytes += h.size;
     /*
      * Pairs with the consumer's acquire load of data_head
      * (vpmu_ring_read()): the record is written before head covers it.
