@@ -325,16 +325,75 @@ static int read_expect(Fz *z, VpmuRing *r, Want *q, size_t *qh, size_t qt,
     return 0;
 }
 
+/*
+ * One random record through the producer.  Once it is accepted, the FIFO
+ * gets it, preceded by a LOST for the @pending records refused before it
+ * (the producer writes both at once).
+ * Return: as vpmu_ring_producer_write(): 0, -ENOSPC (refused, counted in
+ * @pending), or another -errno with z->fail set.
+ */
+static int traffic_write(Fz *z, VpmuRingProducer *p, Want *q, size_t *qt,
+                         uint64_t *pending)
+{
+    unsigned char buf[512];
+    uint64_t limit = z->size - 24 < 500 ? z->size - 24 : 500;
+    struct perf_event_header h = {
+        .type = (uint32_t)rnd(z, 2) ? PERF_RECORD_SAMPLE : 100 + (uint32_t)rnd(z, 9),
+        .size = (uint16_t)(8 + rnd(z, limit - 7)),
+    };
+    uint64_t seed = splitmix64(&z->rng);
+    int rc;
+
+    memcpy(buf, &h, sizeof(h));
+    for (unsigned i = 8; i < h.size; i++) {
+        buf[i] = (unsigned char)(seed + i);
+    }
+    rc = vpmu_ring_producer_write(p, (void *)buf);
+    if (rc == -ENOSPC) {
+        (*pending)++;
+    } else if (rc == 0) {
+        if (*pending) {
+            q[(*qt)++] = (Want){ PERF_RECORD_LOST, 24, *pending };
+            *pending = 0;
+        }
+        q[(*qt)++] = (Want){ h.type, h.size, seed };
+    } else {
+        z->fail = "producer_write: unexpected error";
+    }
+    return rc;
+}
+
+/*
+ * After the traffic: exactly the records still expected and then an empty
+ * ring, or (@corrupt) a few data bytes overwritten and the hostile checks.
+ */
+static int traffic_finish(Fz *z, VpmuRing *r, Want *q, size_t *qh, size_t qt,
+                          bool corrupt)
+{
+    VpmuRingRecord recs[FZ_MAX_BATCH];
+    unsigned n;
+
+    if (!corrupt) {
+        if (read_expect(z, r, q, qh, qt, ~0u) < 0 ||
+            fz_read(z, r, recs, &n) != 0) {
+            z->fail = z->fail ? z->fail : "traffic: records left or error";
+            return -1;
+        }
+        return 0;
+    }
+    for (unsigned k = 1 + rnd(z, 4); k; k--) {
+        z->data[rnd(z, z->size)] = (unsigned char)splitmix64(&z->rng);
+    }
+    return check_hostile(z, r) < 0 ? -1 : 0;
+}
+
 static int case_traffic(Fz *z, bool corrupt)
 {
     size_t cap = 4096, qh = 0, qt = 0;
     Want *q = calloc(cap, sizeof(*q));
-    unsigned char buf[512];
     VpmuRingProducer *p = NULL;
     VpmuRing *r = NULL;
     uint64_t pending = 0, start = rnd(z, 2) ? 0 : (uint64_t)0 - rnd(z, 256);
-    VpmuRingRecord recs[FZ_MAX_BATCH];
-    unsigned n;
     int rc = -1;
 
     z->pg->data_head = z->pg->data_tail = start;
@@ -345,53 +404,19 @@ static int case_traffic(Fz *z, bool corrupt)
     }
     /* Below 32 bytes no record fits beside a LOST: producer refuses all. */
     for (unsigned op = 0; z->size >= 32 && op < 64 && qt + 2 < cap; op++) {
-        uint64_t limit = z->size - 24 < 500 ? z->size - 24 : 500;
-        struct perf_event_header h = {
-            .type = (uint32_t)rnd(z, 2) ? PERF_RECORD_SAMPLE : 100 + (uint32_t)rnd(z, 9),
-            .size = (uint16_t)(8 + rnd(z, limit - 7)),
-        };
-        uint64_t seed = splitmix64(&z->rng);
-
-        memcpy(buf, &h, sizeof(h));
-        for (unsigned i = 8; i < h.size; i++) {
-            buf[i] = (unsigned char)(seed + i);
-        }
-        rc = vpmu_ring_producer_write(p, (void *)buf);
-        if (rc == -ENOSPC) {
-            pending++;
-        } else if (rc == 0) {
-            if (pending) {
-                q[qt++] = (Want){ PERF_RECORD_LOST, 24, pending };
-                pending = 0;
-            }
-            q[qt++] = (Want){ h.type, h.size, seed };
-        } else {
-            z->fail = "producer_write: unexpected error";
+        rc = traffic_write(z, p, q, &qt, &pending);
+        if (rc && rc != -ENOSPC) {
             goto out;
         }
         if (rnd(z, 3) == 0) {
             if (read_expect(z, r, q, &qh, qt, (unsigned)rnd(z, 6)) < 0) {
+                rc = -1;        /* rc held the write's 0: not a pass */
                 goto out;
             }
             vpmu_ring_consume(r);
         }
     }
-    rc = -1;
-    if (!corrupt) {
-        if (read_expect(z, r, q, &qh, qt, ~0u) < 0 ||
-            fz_read(z, r, recs, &n) != 0) {
-            z->fail = z->fail ? z->fail : "traffic: records left or error";
-            goto out;
-        }
-    } else {
-        for (unsigned k = 1 + rnd(z, 4); k; k--) {
-            z->data[rnd(z, z->size)] = (unsigned char)splitmix64(&z->rng);
-        }
-        if (check_hostile(z, r) < 0) {
-            goto out;
-        }
-    }
-    rc = 0;
+    rc = traffic_finish(z, r, q, &qh, qt, corrupt);
 out:
     vpmu_ring_free(r);
     vpmu_ring_producer_free(p);
