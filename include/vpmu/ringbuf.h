@@ -32,8 +32,8 @@
  *   }
  *   vpmu_ring_consume(ring);     r == 0: empty; r < 0: malformed ring
  *
- * or, in batches (one acquire of data_head and one release of data_tail
- * per batch; the fast way, see docs/ringbuf.md):
+ * or, in batches (at most one acquire of data_head and one release of
+ * data_tail per batch; the fast way, see docs/ringbuf.md):
  *
  *   VpmuRingRecord recs[64];
  *   while ((n = vpmu_ring_read_batch(ring, recs, 64)) > 0) {
@@ -130,8 +130,9 @@ typedef struct VpmuRingRecord {
  *      vpmu_ring_read_batch(), vpmu_ring_consume() or vpmu_ring_discard().
  *
  * The same records, checks, errors and statistics as calling
- * vpmu_ring_read() @max times, but data_head is loaded (acquire) once per
- * call, and records are validated in a loop with no call per record.
+ * vpmu_ring_read() @max times, data_head reloaded (acquire) at most once
+ * per call, when the records already seen are used up (as vpmu_ring_read()
+ * does), and records are validated in a loop with no call per record.
  * Records that precede a malformed one are returned; the next call then
  * fails on it.  Nothing is released to the producer until
  * vpmu_ring_consume().
