@@ -66,6 +66,7 @@
 #   OUT           where to keep logs and results (default: a new
 #                 /tmp/vpmu-guest-overhead.XXXXXX, kept and printed)
 #   TIMEOUT       per boot, in seconds (default 900)
+#   GUEST_APPEND  more guest kernel arguments, for every configuration
 #   PARALLEL=1    boot the configurations of a round at the same time, one
 #                 QEMU per host CPU (use with two configurations on a
 #                 two-CPU host, e.g. CONFIGS="a d"): load from elsewhere
@@ -200,7 +201,7 @@ run_one() {   # run_one CFG ROUND
     set +e
     QEMU=$out/qemu-$c IMAGE=$out/image KERNEL=$kernel CPU=${cpu[$c]} SMP=1 \
         TIMEOUT=$limit LOG=$lg ICOUNT='' INTERACTIVE=0 \
-        APPEND="vpmu.bench=${mode[$c]} vpmu.bench_reps=$reps vpmu.bench_rounds=$work${extra[$c]:-}" \
+        APPEND="vpmu.bench=${mode[$c]} vpmu.bench_reps=$reps vpmu.bench_rounds=$work${extra[$c]:-}${GUEST_APPEND:+ $GUEST_APPEND}" \
         "$out/run-guest.sh" bench-overhead 2>"$lg.err" |
         watch_marks "$lg.marks" "$out/qemu-$c" >"$lg.run"
     rc=${PIPESTATUS[0]}
