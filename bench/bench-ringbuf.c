@@ -5,11 +5,14 @@
  *
  * Usage: bench-ringbuf [ring_kib (256)] [rounds (400)] [batch (64)]
  *
- * Two record-size mixes, each a fixed pseudo-random sequence of multiples
- * of 8 (the kernel writes no other sizes):
+ Three record-size mixes (the kernel writes multiples of 8 only):
+ *   48      one event's samples, as `perf record -a` writes them
+ *           (IP|TID|TIME|PERIOD|CPU): every record the same size;
  *   40-80   PERF_RECORD_SAMPLEs of 4 to 9 fields (IP|TID|TIME|PERIOD up to
- *           all of VPMU_RING_SAMPLE_TYPES), written by write_sample();
- *   40-96   SAMPLE records of 40, 48, ..., 96 bytes, written raw.
+ *           all of VPMU_RING_SAMPLE_TYPES), written by write_sample(), in a
+ *           fixed pseudo-random order: several events with different
+ *           sample types in one ring, the worst case for the consumer;
+ *   40-96   SAMPLE records of 40, 48, ..., 96 bytes, written raw, likewise.
  * Each round the producer fills the ring (data area of ring_kib KiB),
  * starting where the last round ended so that records wrap around the end.
  * Then, timed apart, each after its own fill (so that every mode starts
@@ -57,6 +60,8 @@ static const uint64_t types[6] = {
     VPMU_RING_SAMPLE_TYPES,
 };
 
+enum { MIX_ONE, MIX_TYPES, MIX_RAW };
+
 enum { M_MEMCPY, M_BATCH, M_READ, M_COPY, M_PARSE, M_PRODUCE, M__COUNT };
 
 static const char *const mode_names[M__COUNT] = {
@@ -71,7 +76,7 @@ typedef struct Bench {
     unsigned char *dst;
     size_t size;
     unsigned batch;
-    int raw;                    /* mix 40-96 (raw records) instead of 40-80 */
+    int mix;                    /* MIX_* */
     uint64_t rng;
     VpmuRingRecord recs[MAX_BATCH];
 } Bench;
@@ -100,7 +105,10 @@ static int write_one(Bench *b, uint64_t seq)
     struct perf_event_header h = { .type = PERF_RECORD_SAMPLE };
 
     b->rng = b->rng * 6364136223846793005ull + 1442695040888963407ull;
-    if (!b->raw) {
+    if (b->mix == MIX_ONE) {
+        return vpmu_ring_producer_write_sample(b->p, types[1], 0, &s);
+    }
+    if (b->mix == MIX_TYPES) {
         return vpmu_ring_producer_write_sample(b->p, types[(b->rng >> 33) % 6],
                                                0, &s);
     }
@@ -225,7 +233,7 @@ static int round_once(Bench *b, const struct perf_event_mmap_page *pg,
     uint64_t t0;
 
     for (int m = 0; m < M__COUNT; m++) {
-        if (m == M_PARSE && b->raw) {
+        if (m == M_PARSE && b->mix == MIX_RAW) {
             continue;           /* sizes 88, 96 have no supported type */
         }
         t0 = now_ns();
@@ -322,8 +330,11 @@ int main(int argc, char **argv)
     }
     printf("bench-ringbuf: ring %zu KiB, %u rounds, batch %u; best round of "
            "each mode\n", kib, rounds, batch);
-    rc = run_mix(&b, mem, rounds, "40-80");
-    b.raw = 1;
+    b.mix = MIX_ONE;
+    rc = run_mix(&b, mem, rounds, "48 (one event)");
+    b.mix = MIX_TYPES;
+    rc = rc ? rc : run_mix(&b, mem, rounds, "40-80");
+    b.mix = MIX_RAW;
     rc = rc ? rc : run_mix(&b, mem, rounds, "40-96");
     vpmu_ring_free(b.r);
     vpmu_ring_producer_free(b.p);

@@ -3,8 +3,8 @@
  * fuzz-ringbuf: the vpmu/ringbuf consumer on hostile rings, and the
  * producer -> consumer path on random traffic.
  *
- * Usage: fuzz-ringbuf [--seed N] [--iterations K] [--case I]
- * Case c depends on (seed, c) only, so --case replays one failure.
+ * Usage: fuzz-ringbuf [--seed N] [--iterations K] [--case I] [--runs 0|1]
+ * Case c depends on (seed, c, runs) only, so --case replays one failure.
  * Exit 0 when every invariant held, 1 at the first violation.
  *
  * Each case picks a data area of 8..4096 bytes (2^n) behind a header page,
@@ -21,6 +21,13 @@
  *  corrupt  traffic, then random data bytes overwritten, then as random
  *           (not head: the consumer may still hold a snapshot of it, and
  *           random mode covers bad heads).
+ *
+ * Runs (--runs 1, the default): half of the cases get a record size of
+ * their own, 8..96, that traffic writes 7 times in 8 as a SAMPLE and random
+ * mode plants as a chain of SAMPLE headers from the tail, so that the
+ * consumer's fast path for runs of one size (ring_run() in ringbuf.c) meets
+ * every end a run can have.  Its own random stream: with --runs 0 every
+ * case is what it was before runs existed (the regression replays use it).
  *
  * Each case reads with vpmu_ring_read() (a third of the cases) or with
  * vpmu_ring_read_batch() of 1..17 records, chosen from its own stream so
@@ -64,6 +71,8 @@ typedef struct Fz {
     unsigned char *data;
     uint64_t size;
     unsigned batch;         /* 0: vpmu_ring_read(); else read_batch(batch) */
+    uint16_t run;           /* the case's run size, 0 for none */
+    uint64_t runs;          /* the run decisions' own stream */
     const char *fail;
 } Fz;
 
@@ -93,6 +102,20 @@ static void plant_header(Fz *z, uint64_t pos)
 
     for (unsigned i = 0; i < sizeof(h); i++) {
         z->data[(pos + i) & (z->size - 1)] = b[i];
+    }
+}
+
+/* A chain of SAMPLE headers of the run size from the tail, if the case has one. */
+static void plant_run(Fz *z, uint64_t tail)
+{
+    struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .size = z->run };
+    uint64_t n = z->run ? splitmix64(&z->runs) % (z->size / z->run + 2) : 0;
+
+    for (uint64_t k = 0; k < n; k++) {
+        for (unsigned i = 0; i < sizeof(h); i++) {
+            z->data[(tail + k * z->run + i) & (z->size - 1)] =
+                ((const unsigned char *)&h)[i];
+        }
     }
 }
 
@@ -255,6 +278,7 @@ static int case_random(Fz *z)
         plant_header(z, tail + rnd(z, z->size));
     }
     plant_header(z, tail);
+    plant_run(z, tail);
     z->pg->data_tail = tail;
     switch (rnd(z, 4)) {
     case 0:  z->pg->data_head = splitmix64(&z->rng); break;
@@ -344,6 +368,10 @@ static int traffic_write(Fz *z, VpmuRingProducer *p, Want *q, size_t *qt,
     uint64_t seed = splitmix64(&z->rng);
     int rc;
 
+    if (z->run && z->run <= limit && splitmix64(&z->runs) % 8) {
+        h.type = PERF_RECORD_SAMPLE;
+        h.size = z->run;
+    }
     memcpy(buf, &h, sizeof(h));
     for (unsigned i = 8; i < h.size; i++) {
         buf[i] = (unsigned char)(seed + i);
@@ -424,9 +452,10 @@ out:
     return rc;
 }
 
-static int run_case(uint64_t seed, uint64_t c, uint64_t *mode_out)
+static int run_case(uint64_t seed, uint64_t c, bool runs, uint64_t *mode_out)
 {
-    Fz z = { .rng = seed ^ (c * 0xd1342543de82ef95ull) };
+    Fz z = { .rng = seed ^ (c * 0xd1342543de82ef95ull),
+             .runs = seed ^ (c * 0xbf58476d1ce4e5b9ull) ^ 0x72756e73ull };
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     uint64_t mode = rnd(&z, 3);
     /* Its own stream, so that the rings are the same whichever API reads. */
@@ -435,6 +464,9 @@ static int run_case(uint64_t seed, uint64_t c, uint64_t *mode_out)
 
     z.batch = splitmix64(&api) % 3 == 0 ? 0
               : 1 + (unsigned)(splitmix64(&api) % FZ_MAX_BATCH);
+    if (runs && splitmix64(&z.runs) % 2) {
+        z.run = (uint16_t)(8 * (1 + splitmix64(&z.runs) % 12));
+    }
 
     z.size = 1ull << (3 + rnd(&z, 10));
     z.map = pg + z.size;
@@ -458,26 +490,28 @@ static int run_case(uint64_t seed, uint64_t c, uint64_t *mode_out)
 
 int main(int argc, char **argv)
 {
-    static const char *const names[3] = { "--seed", "--iterations", "--case" };
-    uint64_t arg[3] = { 1, 20000, UINT64_MAX }, modes[3] = { 0 }, mode;
+    static const char *const names[4] = { "--seed", "--iterations", "--case",
+                                          "--runs" };
+    uint64_t arg[4] = { 1, 20000, UINT64_MAX, 1 }, modes[3] = { 0 }, mode;
 
     for (int i = 1; i < argc; i += 2) {
         int k = 0;
-        while (k < 3 && strcmp(argv[i], names[k])) {
+        while (k < 4 && strcmp(argv[i], names[k])) {
             k++;
         }
-        if (k == 3 || i + 1 >= argc) {
+        if (k == 4 || i + 1 >= argc) {
             fprintf(stderr, "usage: fuzz-ringbuf [--seed N] [--iterations K] "
-                    "[--case I]\n");
+                    "[--case I] [--runs 0|1]\n");
             return 2;
         }
         arg[k] = strtoull(argv[i + 1], NULL, 0);
     }
     for (uint64_t c = 0; c < arg[1]; c++) {
         uint64_t cc = arg[2] == UINT64_MAX ? c : arg[2];
-        if (run_case(arg[0], cc, &mode) < 0) {
+        if (run_case(arg[0], cc, arg[3] != 0, &mode) < 0) {
             printf("fuzz-ringbuf: replay with: fuzz-ringbuf --seed %" PRIu64
-                   " --case %" PRIu64 "\n", arg[0], cc);
+                   " --case %" PRIu64 " --runs %" PRIu64 "\n", arg[0], cc,
+                   arg[3]);
             return 1;
         }
         modes[mode]++;

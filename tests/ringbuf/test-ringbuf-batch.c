@@ -237,6 +237,127 @@ START_TEST(test_batch_matches_read)
 }
 END_TEST
 
+/* ---- runs of one size (the fast path for one event's samples) ---------- */
+
+#define RING_HDR sizeof(struct perf_event_header)
+
+/* Write a record of @type and @size at offset @off of @t, misc @misc. */
+static void put(TRing *t, uint64_t off, uint32_t type, uint16_t size,
+                uint16_t misc)
+{
+    struct perf_event_header *h = mkrec(t->data + off, type, size, (unsigned)off);
+
+    h->misc = misc;
+}
+
+/*
+ * A run of 24-byte samples broken every way it can be, read in batches of
+ * max = 1..9 (so the batch limit falls inside the run, on each break and
+ * after it):
+ *   off  0  24  48  72  96 120 152 184 208 232
+ *        S   S   S'  T   S   S32 S32 L   S   S     (S' = misc 1, T = THROTTLE,
+ *                                                   L = LOST of 3, 24 bytes)
+ * A run starts at 0 (two samples of one size); misc does not end it and is
+ * handed out as written; THROTTLE of the same size, the change to 32 bytes
+ * and LOST end it.  All 10 records come out in order, each in place, and
+ * the statistics count them as vpmu_ring_read() would: 256 bytes, 8
+ * samples (offsets 0, 24, 48, 96, 120, 152, 208, 232), 1 THROTTLE, 1 LOST
+ * of 3 events.
+ */
+START_TEST(test_batch_run_breaks)
+{
+    static const struct { uint64_t off; uint32_t type; uint16_t size, misc; } recs[] = {
+        { 0, PERF_RECORD_SAMPLE, 24, 0 },    { 24, PERF_RECORD_SAMPLE, 24, 0 },
+        { 48, PERF_RECORD_SAMPLE, 24, 1 },   { 72, PERF_RECORD_THROTTLE, 24, 0 },
+        { 96, PERF_RECORD_SAMPLE, 24, 0 },   { 120, PERF_RECORD_SAMPLE, 32, 0 },
+        { 152, PERF_RECORD_SAMPLE, 32, 0 },  { 184, PERF_RECORD_LOST, 24, 0 },
+        { 208, PERF_RECORD_SAMPLE, 24, 0 },  { 232, PERF_RECORD_SAMPLE, 24, 0 },
+    };
+    unsigned max = (unsigned)_i;
+    TRing t = tring(256, 0);
+    VpmuRingRecord out[9];
+    VpmuRing *r;
+    VpmuRingStats st;
+    uint64_t lost[2] = { 0, 3 };        /* PERF_RECORD_LOST: id, lost */
+    unsigned got = 0;
+    int n;
+
+    for (unsigned i = 0; i < 10; i++) {
+        put(&t, recs[i].off, recs[i].type, recs[i].size, recs[i].misc);
+    }
+    memcpy(t.data + 184 + 8, lost, sizeof(lost));
+    t.pg->data_head = 256;
+    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
+    while ((n = vpmu_ring_read_batch(r, out, max)) > 0) {
+        ck_assert_int_le(n, max);
+        for (int i = 0; i < n; i++, got++) {
+            ck_assert_uint_lt(got, 10);
+            ck_assert_ptr_eq(out[i].ev, (const void *)(t.data + recs[got].off));
+            ck_assert_uint_eq(out[i].hdr.type, recs[got].type);
+            ck_assert_uint_eq(out[i].hdr.size, recs[got].size);
+            ck_assert_uint_eq(out[i].hdr.misc, recs[got].misc);
+        }
+    }
+    ck_assert_int_eq(n, 0);
+    ck_assert_uint_eq(got, 10);
+    vpmu_ring_stats(r, &st);
+    ck_assert_uint_eq(st.records, 10);
+    ck_assert_uint_eq(st.bytes, 256);
+    ck_assert_uint_eq(st.samples, 8);
+    ck_assert_uint_eq(st.throttle, 1);
+    ck_assert_uint_eq(st.lost_records, 1);
+    ck_assert_uint_eq(st.lost_events, 3);
+    ck_assert_uint_eq(st.errors, 0);
+    vpmu_ring_free(r);
+    free(t.mem);
+}
+END_TEST
+
+/*
+ * A run up to the end of the data area, and what a run must not take:
+ *   ring 128, T=16, H=144:  [w t S S S S S W]  (8 bytes a char)
+ *   4 x 24-byte samples at offsets 16, 40, 64, 88, then one (W) at 112
+ *   that wraps (its last 8 bytes are w at 0), then at offset 8 a 24-byte
+ *   sample of which only the header (t) is published.
+ * The run delivers the 4 in place, the wrapping one comes bounced
+ * (wrapped = 1), and the truncated record is an error, reported on the
+ * next call, after everything good was delivered.
+ */
+START_TEST(test_batch_run_to_end)
+{
+    TRing t = tring(128, 16);
+    VpmuRingRecord out[16];
+    VpmuRing *r;
+    VpmuRingStats st;
+    unsigned char w[24];
+
+    for (uint64_t off = 16; off < 112; off += 24) {
+        put(&t, off, PERF_RECORD_SAMPLE, 24, 0);
+    }
+    mkrec(w, PERF_RECORD_SAMPLE, 24, 7);
+    memcpy(t.data + 112, w, 16);
+    memcpy(t.data, w + 16, 8);
+    memcpy(t.data + 8, &(struct perf_event_header){ PERF_RECORD_SAMPLE, 0, 24 },
+           RING_HDR);
+    t.pg->data_head = 144;
+    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
+    ck_assert_int_eq(vpmu_ring_read_batch(r, out, 16), 5);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_ptr_eq(out[i].ev, (const void *)(t.data + 16 + 24 * i));
+    }
+    ck_assert_ptr_ne(out[4].ev, (const void *)(t.data + 112));
+    ck_assert_mem_eq(out[4].ev, w, 24);
+    ck_assert_int_eq(vpmu_ring_read_batch(r, out, 16), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(vpmu_ring_error(r), "trunc"));
+    vpmu_ring_stats(r, &st);
+    ck_assert_uint_eq(st.records, 5);
+    ck_assert_uint_eq(st.wrapped, 1);
+    ck_assert_uint_eq(st.errors, 1);
+    vpmu_ring_free(r);
+    free(t.mem);
+}
+END_TEST
+
 /* ---- PERF_RECORD_SAMPLE ------------------------------------------------ */
 
 START_TEST(test_sample_size)
@@ -363,6 +484,8 @@ static Suite *ringbuf_batch_suite(void)
     tcase_add_loop_test(tc, test_batch_malformed, 0, (int)n_bad_cases);
     tcase_add_test(tc, test_batch_error_after_records);
     tcase_add_test(tc, test_batch_matches_read);
+    tcase_add_loop_test(tc, test_batch_run_breaks, 1, 10);
+    tcase_add_test(tc, test_batch_run_to_end);
     tcase_add_test(tc, test_sample_size);
     tcase_add_test(tc, test_sample_parse_by_hand);
     tcase_add_test(tc, test_sample_round_trip_all_types);
