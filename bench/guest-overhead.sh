@@ -67,6 +67,9 @@
 #                 /tmp/vpmu-guest-overhead.XXXXXX, kept and printed)
 #   TIMEOUT       per boot, in seconds (default 900)
 #   GUEST_APPEND  more guest kernel arguments, for every configuration
+#   CPU_BASE      the -cpu model and options before pmu=on/off, for every
+#                 configuration (default max,vendor=GenuineIntel; EPYC for
+#                 the AMD model, whose guest kernel needs no PTI)
 #   PARALLEL=1    boot the configurations of a round at the same time, one
 #                 QEMU per host CPU (use with two configurations on a
 #                 two-CPU host, e.g. CONFIGS="a d"): load from elsewhere
@@ -132,9 +135,9 @@ install -m 0755 "$top/guest-tests/linux/tests/bench-overhead.sh" "$out/overlay/v
 cat "$image/initramfs.cpio.gz" "$out/overlay.cpio.gz" >"$out/image/initramfs.cpio.gz"
 
 # --- the configurations ------------------------------------------------------
-intel=max,vendor=GenuineIntel
-declare -A cpu=([a]="$intel,pmu=off" [b]="$intel,pmu=on" [c]="$intel,pmu=on"
-                [d]="$intel,pmu=on" [e]="$intel,pmu=on")
+base=${CPU_BASE:-max,vendor=GenuineIntel}
+declare -A cpu=([a]="$base,pmu=off" [b]="$base,pmu=on" [c]="$base,pmu=on"
+                [d]="$base,pmu=on" [e]="$base,pmu=on")
 declare -A mode=([a]=plain [b]=stat [c]=record [d]=plain [e]=record)
 declare -A extra=([c]=" vpmu.bench_event=cycles" [e]=" vpmu.bench_event=instructions")
 declare -A label=(

@@ -38,6 +38,12 @@ done
 export BENCH_MARK=/dev/console
 EVENTS=instructions,branches,cycles,ref-cycles,instructions:u,branches:u
 
+# The total of an arch interrupt line of /proc/interrupts (NMI, PMI).
+irqs() {
+    awk -v k="$1:" '$1 == k { n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i; print n }' \
+        /proc/interrupts
+}
+
 plan ''
 diag "mode=$mode reps=$reps rounds=$rounds event=$event" \
     "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
@@ -72,11 +78,14 @@ while [ $i -lt "$reps" ]; do
             [ -z "$bad" ]
         ;;
     record)
+        n0=$(irqs NMI) p0=$(irqs PMI)
         perf record -F 1000 -e "$event" -o rec.data -- "$BIN/bench-work" "$rounds" \
             >w.out 2>rec.err
         rc=$?
         s=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' rec.err | tail -n1)
-        extra=" samples=${s:-0}"
+        # Interrupts per sample: 1 NMI and 1 PMI each when every PMI is
+        # one sample (perf record's own set-up and tear-down add a few).
+        extra=" samples=${s:-0} nmi=$(($(irqs NMI) - n0)) pmi=$(($(irqs PMI) - p0))"
         check "rep $i: perf record -e $event wrote samples (${s:-0})" [ "${s:-0}" -gt 0 ]
         [ "${s:-0}" -gt 0 ] || diag_file rec.err 5
         ;;
