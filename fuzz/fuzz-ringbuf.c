@@ -31,7 +31,9 @@
  *
  * Each case reads with vpmu_ring_read() (a third of the cases) or with
  * vpmu_ring_read_batch() of 1..17 records, chosen from its own stream so
- * the rings are the same either way.
+ * the rings are the same either way; with --runs 1, half of the batch
+ * cases use vpmu_ring_read_span() of up to as many records instead (its
+ * records must all have the span's type and size).
  *
  * Invariants for hostile rings: every record returned is 8-byte aligned,
  * has 8 <= size <= data_size, a header copy equal to its first 8 bytes, and
@@ -72,6 +74,7 @@ typedef struct Fz {
     uint64_t size;
     unsigned batch;         /* 0: vpmu_ring_read(); else read_batch(batch) */
     uint16_t run;           /* the case's run size, 0 for none */
+    bool span;              /* with batch: vpmu_ring_read_span(batch) */
     uint64_t runs;          /* the run decisions' own stream */
     const char *fail;
 } Fz;
@@ -130,6 +133,24 @@ static int fz_read(Fz *z, VpmuRing *r, VpmuRingRecord *recs, unsigned *n)
     int rc;
 
     *n = 0;
+    if (z->span && z->batch) {
+        VpmuRingSpan sp;
+
+        rc = vpmu_ring_read_span(r, &sp, z->batch);
+        if (rc > 0) {
+            /* A span's promise: every record has the first one's type and size. */
+            for (int k = 0; k < rc; k++) {
+                recs[k].ev = (const void *)(sp.base + (size_t)k * sp.hdr.size);
+                memcpy(&recs[k].hdr, k ? (const void *)recs[k].ev : (const void *)&sp.hdr,
+                       sizeof(recs[k].hdr));
+                CHECK(z, recs[k].hdr.type == sp.hdr.type &&
+                      recs[k].hdr.size == sp.hdr.size);
+            }
+            CHECK(z, sp.count == (unsigned)rc);
+            *n = (unsigned)rc;
+        }
+        return rc;
+    }
     if (z->batch) {
         rc = vpmu_ring_read_batch(r, recs, z->batch);
         if (rc > 0) {
@@ -467,6 +488,7 @@ static int run_case(uint64_t seed, uint64_t c, bool runs, uint64_t *mode_out)
     if (runs && splitmix64(&z.runs) % 2) {
         z.run = (uint16_t)(8 * (1 + splitmix64(&z.runs) % 12));
     }
+    z.span = runs && z.batch && splitmix64(&z.runs) % 2;
 
     z.size = 1ull << (3 + rnd(&z, 10));
     z.map = pg + z.size;

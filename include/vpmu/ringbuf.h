@@ -143,6 +143,41 @@ typedef struct VpmuRingRecord {
 VPMU_API int vpmu_ring_read_batch(VpmuRing *ring, VpmuRingRecord *out,
                                   unsigned max);
 
+/* Records of one type and size, back to back in the ring. */
+typedef struct VpmuRingSpan {
+    /* The first record; record k is at base + k * hdr.size, 8-byte aligned. */
+    const unsigned char *base;
+    /*
+     * The first record's header as validated: its type and size are every
+     * record's (use them rather than the ring's bytes, as for
+     * VpmuRingRecord.hdr); misc is the first record's and may differ in
+     * the others.
+     */
+    struct perf_event_header hdr;
+    unsigned count;         /* records in the span, as returned */
+} VpmuRingSpan;
+
+/**
+ * vpmu_ring_read_span() - the next records, as one span of one type and size.
+ * @out: the span, valid until the next call to any read function,
+ *      vpmu_ring_consume() or vpmu_ring_discard().
+ * @max: at most this many records.
+ *
+ * The first record is what vpmu_ring_read() would return (any type; in
+ * the bounce buffer if it wraps or is misaligned; a LOST is checked and
+ * counted).  If it is a PERF_RECORD_SAMPLE in place, the span goes on over
+ * the SAMPLEs of the same size that follow it whole before the end of the
+ * data area and data_head, as one event's samples do.  Such a run costs a
+ * header compare per record and no per-record output, and can be
+ * forwarded with one copy (@out->count * @out->hdr.size bytes).  The same
+ * checks, errors and statistics as vpmu_ring_read() per record.
+ * Return: the number of records (1 to @max); 0 when the ring is empty;
+ * -EINVAL for a NULL @out or @max == 0; -EBADMSG (nothing consumed) as
+ * vpmu_ring_read().
+ */
+VPMU_API int vpmu_ring_read_span(VpmuRing *ring, VpmuRingSpan *out,
+                                 unsigned max);
+
 /**
  * vpmu_ring_consume() - hand every record read so far back to the producer
  * (data_tail = position, release).  Cheap; call it after each batch.

@@ -493,6 +493,105 @@ int vpmu_ring_read_batch(VpmuRing *r, VpmuRingRecord *out, unsigned max)
     return (int)n;
 }
 
+/*
+ * How many SAMPLEs of @step bytes lie whole from r->pos on, before
+ * min(head, end of the data area), up to @max.  They are taken (position
+ * and statistics) as ring_fast() would take them; each costs a load and a
+ * compare, the size being a loop constant (see ring_run()).
+ */
+static unsigned ring_span_more(VpmuRing *r, uint64_t step, unsigned max)
+{
+    /* perf_event_header: type in bits 31:0, misc 47:32, size 63:48. */
+    const uint64_t keep = ~(0xffffull << 32);
+    uint64_t avail = r->head - r->pos, start = r->pos & r->l.mask, len, n;
+    const unsigned char *p = r->l.data + start, *pf_end;
+    uint64_t expect;
+    unsigned k;
+
+    if (avail > r->l.size) {
+        return 0;               /* the next call reports it */
+    }
+    len = avail < r->l.size - start ? avail : r->l.size - start;
+    n = len / step < max ? len / step : max;
+    pf_end = len > RING_PREFETCH ? p + len - RING_PREFETCH : p;
+    __asm__("" : "+r"(step));
+    expect = step << 48 | PERF_RECORD_SAMPLE;
+    for (k = 0; k < n; k++, p += step) {
+        uint64_t word = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+
+        if ((word & keep) != expect) {
+            break;
+        }
+        if (p < pf_end) {
+            __builtin_prefetch(p + RING_PREFETCH);
+        }
+    }
+    r->pos += k * step;
+    r->stats.records += k;
+    r->stats.bytes += k * step;
+    return k;
+}
+
+/*
+ * The first record of a span when it is an in-place SAMPLE: the checks of
+ * ring_fast()'s loop for one record, without its set-up.  Its statistics
+ * are counted by ring_span_more() with the rest of the run.
+ * Return: its size, or 0 to leave it to ring_next().
+ */
+static uint64_t ring_span_first(const VpmuRing *r, VpmuRingSpan *out)
+{
+    uint64_t avail = r->head - r->pos, start = r->pos & r->l.mask;
+    const unsigned char *p = r->l.data + start;
+    uint64_t word;
+    struct perf_event_header h;
+
+    if (avail > r->l.size || avail < RING_HDR_SIZE || (start & 7)) {
+        return 0;
+    }
+    word = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+    memcpy(&h, &word, sizeof(h));
+    /* As ring_fast(): 8..32760, a multiple of 8, whole before the end. */
+    if (((h.size - 8u) & 0x8007u) || h.size > avail ||
+        h.size > r->l.size - start || h.type != PERF_RECORD_SAMPLE) {
+        return 0;
+    }
+    out->base = p;
+    out->hdr = h;
+    return h.size;
+}
+
+int vpmu_ring_read_span(VpmuRing *r, VpmuRingSpan *out, unsigned max)
+{
+    VpmuRingRecord first;
+    uint64_t step;
+    int rc;
+
+    if (!out || max == 0) {
+        return -EINVAL;
+    }
+    max = max < INT_MAX ? max : INT_MAX;
+    /* The head snapshot as in vpmu_ring_read_batch(). */
+    if (r->head == r->pos) {
+        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
+    }
+    step = ring_span_first(r, out);
+    if (step) {
+        /* Counts the first record too: it passes the run's compare. */
+        out->count = ring_span_more(r, step, max);
+        return (int)out->count;
+    }
+    /* Anything else, one record, exactly as vpmu_ring_read(). */
+    rc = ring_next(r, &first);
+    if (rc <= 0) {
+        r->stats.errors += rc < 0;
+        return rc;
+    }
+    out->base = (const unsigned char *)first.ev;
+    out->hdr = first.hdr;
+    out->count = 1;
+    return 1;
+}
+
 void vpmu_ring_consume(VpmuRing *r)
 {
     /*
