@@ -25,7 +25,7 @@
  * Runs (--runs 1, the default): half of the cases get a record size of
  * their own, 8..96, that traffic writes 7 times in 8 as a SAMPLE and random
  * mode plants as a chain of SAMPLE headers from the tail, so that the
- * consumer's fast path for runs of one size (ring_run() in ringbuf.c) meets
+ * consumer's fast path for runs of one size (ring_run() in batch.c) meets
  * every end a run can have.  Its own random stream: with --runs 0 every
  * case is what it was before runs existed (the regression replays use it).
  *

@@ -9,6 +9,8 @@
  */
 #include <vpmu/ringbuf.h>
 
+#include "ringbuf-int.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -17,40 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* A record's size is a __u16 (struct perf_event_header.size). */
-#define RING_MAX_RECORD     0xffffu
-#define RING_HDR_SIZE       ((uint64_t)sizeof(struct perf_event_header))
-/*
- * How far ahead of the record being read the fast path prefetches: about
- * 8 records of 64 bytes, enough to cover an L2 hit at one record per ~6
- * cycles (measured best between 256 and 1024 on Cascade Lake).
- */
-#define RING_PREFETCH       512u
-
-/* PERF_RECORD_LOST: { header; u64 id; u64 lost; } (+ sample_id, optional). */
-typedef struct RingLost {
-    struct perf_event_header header;
-    uint64_t id;
-    uint64_t lost;
-} RingLost;
-
-typedef struct RingLayout {
-    struct perf_event_mmap_page *page;
-    unsigned char *data;
-    uint64_t size;          /* data_size, a power of two */
-    uint64_t mask;          /* size - 1 */
-} RingLayout;
-
-struct VpmuRing {
-    RingLayout l;
-    uint64_t pos;           /* start of the next record */
-    uint64_t head;          /* data_head as last loaded */
-    unsigned char *bounce;  /* min(size, RING_MAX_RECORD) bytes */
-    VpmuRingStats stats;    /* .samples is derived: records - nonsample */
-    uint64_t nonsample;     /* records delivered that are not SAMPLE */
-    char err[128];
-};
 
 struct VpmuRingProducer {
     RingLayout l;
@@ -233,7 +201,7 @@ static int ring_avail(VpmuRing *r, uint64_t *avail)
  * Return: 1 (the position moved past *rec), 0 (empty) or -EBADMSG (nothing
  * consumed; the caller counts the error when it reports it).
  */
-static int ring_next(VpmuRing *r, VpmuRingRecord *rec)
+int vpmu_ring__next(VpmuRing *r, VpmuRingRecord *rec)
 {
     struct perf_event_header hdr;
     uint64_t avail, off;
@@ -283,152 +251,6 @@ static int ring_next(VpmuRing *r, VpmuRingRecord *rec)
     return 1;
 }
 
-/*
- * A run of SAMPLE records of one size @step, as one event's samples are
- * (one sample_type, no callchain): @n records at most, from @p, all of
- * which fit before the end of the contiguous span.  ring_fast()'s loop is
- * bound by its load-add chain (record k+1's place is known only once record
- * k's size is loaded); here p advances by @step, a value the compiler cannot
- * tie to the loaded header (the empty asm), and each header is only
- * compared with what it must be, a predicted branch off the chain, so the
- * records' loads overlap.  It stops at the first record of another size or
- * type, which ring_fast() then takes.
- * Return: the number of records delivered at @o.
- */
-static unsigned ring_run(const unsigned char *p, uint64_t step, unsigned n,
-                         const unsigned char *pf_end, VpmuRingRecord *o)
-{
-    /* perf_event_header: type in bits 31:0, misc 47:32, size 63:48. */
-    const uint64_t keep = ~(0xffffull << 32);
-    uint64_t expect;
-    unsigned i;
-
-    __asm__("" : "+r"(step));
-    expect = step << 48 | PERF_RECORD_SAMPLE;
-    for (i = 0; i < n; i++, p += step) {
-        uint64_t word = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
-
-        if ((word & keep) != expect) {
-            break;
-        }
-        if (p < pf_end) {
-            __builtin_prefetch(p + RING_PREFETCH);
-        }
-        o[i].ev = (const void *)p;
-        memcpy(&o[i].hdr, &word, sizeof(o[i].hdr));
-    }
-    return i;
-}
-
-/*
- * Whether the span [@p, @end) starts with two SAMPLE records of one size:
- * then ring_fast() tries ring_run() first.  Once per call, so a mix of
- * sizes pays one branch per batch, not one per record.
- * Return: that size, or 0.
- */
-static uint64_t ring_run_size(const unsigned char *p, const unsigned char *end)
-{
-    struct perf_event_header a, b;
-
-    if (end - p < 2 * (ptrdiff_t)RING_HDR_SIZE) {
-        return 0;
-    }
-    memcpy(&a, p, sizeof(a));
-    if (a.size < RING_HDR_SIZE || (a.size & 7) || a.size >= 0x8000 ||
-        a.type != PERF_RECORD_SAMPLE ||
-        (uint64_t)(end - p) < a.size + RING_HDR_SIZE) {
-        return 0;
-    }
-    memcpy(&b, p + a.size, sizeof(b));
-    return b.size == a.size && b.type == PERF_RECORD_SAMPLE ? a.size : 0;
-}
-
-/*
- * The fast path: up to @max records that lie whole and 8-aligned between
- * the position and min(head snapshot, end of the data area), delivered in
- * place.  It stops, without error, at the first record that needs
- * ring_next(): one that wraps, is misaligned, truncated or malformed, is
- * 32 KiB or more, or is a PERF_RECORD_LOST (whose count must be checked).
- *
- * Why it is shaped this way (docs/ringbuf.md has the numbers): the only
- * dependency from one record to the next is "load size, add it to p",
- * about 6 cycles, and the loop is kept to ~18 instructions so that it runs
- * in the shadow of that chain.  Every check is a well-predicted branch off
- * the chain, and the ring, usually in L2 rather than L1, is prefetched
- * ahead so that the size load hits L1 (without the prefetch a record costs
- * twice as much).  A span that starts with a run of one size (one event's
- * samples) goes to ring_run() first, which has no such chain: ~1.7x faster
- * per record for such rings.
- * Return: the number of records delivered.
- */
-static unsigned ring_fast(VpmuRing *r, VpmuRingRecord *out, unsigned max)
-{
-    uint64_t avail = r->head - r->pos, start = r->pos & r->l.mask, len, step;
-    uint64_t other = 0, thr = 0, unthr = 0;
-    const unsigned char *p, *end, *last, *pf_end;
-    VpmuRingRecord *o = out, *const oend = out + max;
-
-    if (avail > r->l.size || avail < RING_HDR_SIZE || (start & 7)) {
-        return 0;               /* ring_next() handles or reports it */
-    }
-    len = avail < r->l.size - start ? avail : r->l.size - start;
-    p = r->l.data + start;
-    end = p + len;
-    last = end - RING_HDR_SIZE;         /* the last header that fits */
-    /* Never prefetch beyond head: those lines are the producer's to write. */
-    pf_end = len > RING_PREFETCH ? end - RING_PREFETCH : p;
-    step = ring_run_size(p, end);
-    if (step) {
-        /* Records of @step bytes that fit whole before @end, and room. */
-        uint64_t fit = len / step;
-        unsigned k = ring_run(p, step, fit < max ? (unsigned)fit : max, pf_end, o);
-
-        o += k;
-        p += k * step;
-    }
-    while (o < oend && p <= last) {
-        /*
-         * size is loaded twice: alone for the chain (a cycle shorter than
-         * taking it out of the 8-byte load), and in the header handed out.
-         * The two must agree, so what the caller gets is what was checked.
-         */
-        uint16_t size = __atomic_load_n((const uint16_t *)(p + 6),
-                                        __ATOMIC_RELAXED);
-        uint64_t word = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
-        struct perf_event_header h;
-
-        memcpy(&h, &word, sizeof(h));
-        if (p < pf_end) {
-            __builtin_prefetch(p + RING_PREFETCH);
-        }
-        /* size - 8 wraps below 8, and sets bit 15 from 32776: both slow. */
-        if (((size - 8u) & 0x8007u) || size > (size_t)(end - p) ||
-            h.size != size) {
-            break;
-        }
-        if (h.type != PERF_RECORD_SAMPLE) {
-            if (h.type == PERF_RECORD_LOST) {
-                break;
-            }
-            other++;
-            thr += h.type == PERF_RECORD_THROTTLE;
-            unthr += h.type == PERF_RECORD_UNTHROTTLE;
-        }
-        o->ev = (const void *)p;
-        o->hdr = h;             /* two stores a record: a third costs more */
-        o++;
-        p += size;
-    }
-    len = (uint64_t)(p - (r->l.data + start));
-    r->pos += len;
-    r->stats.records += (uint64_t)(o - out);
-    r->stats.bytes += len;
-    r->stats.throttle += thr;
-    r->stats.unthrottle += unthr;
-    r->nonsample += other;
-    return (unsigned)(o - out);
-}
-
 int vpmu_ring_read(VpmuRing *r, const struct perf_event_header **ev)
 {
     VpmuRingRecord rec;
@@ -445,151 +267,13 @@ int vpmu_ring_read(VpmuRing *r, const struct perf_event_header **ev)
         r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
     }
     /* One record: ring_fast()'s setup would cost more than it saves. */
-    rc = ring_next(r, &rec);
+    rc = vpmu_ring__next(r, &rec);
     if (rc < 0) {
         r->stats.errors++;
         return rc;
     }
     *ev = rc ? rec.ev : NULL;
     return rc;
-}
-
-int vpmu_ring_read_batch(VpmuRing *r, VpmuRingRecord *out, unsigned max)
-{
-    unsigned n = 0;
-    bool bounced = false;
-    int rc;
-
-    if (!out || max == 0) {
-        return -EINVAL;
-    }
-    max = max < INT_MAX ? max : INT_MAX;
-    /*
-     * A new snapshot only once the last one is used up, as
-     * vpmu_ring_read() does, so that both APIs judge a ring against the
-     * same head and an error is repeatable until vpmu_ring_discard()
-     * (fuzz-ringbuf --seed 3 --case 532).  Pairs as in vpmu_ring_read().
-     */
-    if (r->head == r->pos) {
-        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
-    }
-    for (;;) {
-        n += ring_fast(r, out + n, max - n);
-        /* The bounce buffer holds one record: a second one would clobber it. */
-        if (n == max || bounced) {
-            break;
-        }
-        rc = ring_next(r, &out[n]);
-        if (rc < 0 && n == 0) {
-            r->stats.errors++;
-            return rc;
-        }
-        if (rc <= 0) {
-            break;              /* empty, or an error the next call reports */
-        }
-        bounced = out[n].ev == (const void *)r->bounce;
-        n++;
-    }
-    return (int)n;
-}
-
-/*
- * How many SAMPLEs of @step bytes lie whole from r->pos on, before
- * min(head, end of the data area), up to @max.  They are taken (position
- * and statistics) as ring_fast() would take them; each costs a load and a
- * compare, the size being a loop constant (see ring_run()).
- */
-static unsigned ring_span_more(VpmuRing *r, uint64_t step, unsigned max)
-{
-    /* perf_event_header: type in bits 31:0, misc 47:32, size 63:48. */
-    const uint64_t keep = ~(0xffffull << 32);
-    uint64_t avail = r->head - r->pos, start = r->pos & r->l.mask, len, n;
-    const unsigned char *p = r->l.data + start, *pf_end;
-    uint64_t expect;
-    unsigned k;
-
-    if (avail > r->l.size) {
-        return 0;               /* the next call reports it */
-    }
-    len = avail < r->l.size - start ? avail : r->l.size - start;
-    n = len / step < max ? len / step : max;
-    pf_end = len > RING_PREFETCH ? p + len - RING_PREFETCH : p;
-    __asm__("" : "+r"(step));
-    expect = step << 48 | PERF_RECORD_SAMPLE;
-    for (k = 0; k < n; k++, p += step) {
-        uint64_t word = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
-
-        if ((word & keep) != expect) {
-            break;
-        }
-        if (p < pf_end) {
-            __builtin_prefetch(p + RING_PREFETCH);
-        }
-    }
-    r->pos += k * step;
-    r->stats.records += k;
-    r->stats.bytes += k * step;
-    return k;
-}
-
-/*
- * The first record of a span when it is an in-place SAMPLE: the checks of
- * ring_fast()'s loop for one record, without its set-up.  Its statistics
- * are counted by ring_span_more() with the rest of the run.
- * Return: its size, or 0 to leave it to ring_next().
- */
-static uint64_t ring_span_first(const VpmuRing *r, VpmuRingSpan *out)
-{
-    uint64_t avail = r->head - r->pos, start = r->pos & r->l.mask;
-    const unsigned char *p = r->l.data + start;
-    uint64_t word;
-    struct perf_event_header h;
-
-    if (avail > r->l.size || avail < RING_HDR_SIZE || (start & 7)) {
-        return 0;
-    }
-    word = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
-    memcpy(&h, &word, sizeof(h));
-    /* As ring_fast(): 8..32760, a multiple of 8, whole before the end. */
-    if (((h.size - 8u) & 0x8007u) || h.size > avail ||
-        h.size > r->l.size - start || h.type != PERF_RECORD_SAMPLE) {
-        return 0;
-    }
-    out->base = p;
-    out->hdr = h;
-    return h.size;
-}
-
-int vpmu_ring_read_span(VpmuRing *r, VpmuRingSpan *out, unsigned max)
-{
-    VpmuRingRecord first;
-    uint64_t step;
-    int rc;
-
-    if (!out || max == 0) {
-        return -EINVAL;
-    }
-    max = max < INT_MAX ? max : INT_MAX;
-    /* The head snapshot as in vpmu_ring_read_batch(). */
-    if (r->head == r->pos) {
-        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
-    }
-    step = ring_span_first(r, out);
-    if (step) {
-        /* Counts the first record too: it passes the run's compare. */
-        out->count = ring_span_more(r, step, max);
-        return (int)out->count;
-    }
-    /* Anything else, one record, exactly as vpmu_ring_read(). */
-    rc = ring_next(r, &first);
-    if (rc <= 0) {
-        r->stats.errors += rc < 0;
-        return rc;
-    }
-    out->base = (const unsigned char *)first.ev;
-    out->hdr = first.hdr;
-    out->count = 1;
-    return 1;
 }
 
 void vpmu_ring_consume(VpmuRing *r)
