@@ -198,15 +198,7 @@ int vpmu_ring_read_batch(VpmuRing *r, VpmuRingRecord *out, unsigned max)
         return -EINVAL;
     }
     max = max < INT_MAX ? max : INT_MAX;
-    /*
-     * A new snapshot only once the last one is used up, as
-     * vpmu_ring_read() does, so that both APIs judge a ring against the
-     * same head and an error is repeatable until vpmu_ring_discard()
-     * (fuzz-ringbuf --seed 3 --case 532).  Pairs as in vpmu_ring_read().
-     */
-    if (r->head == r->pos) {
-        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
-    }
+    vpmu_ring__snapshot(r);
     for (;;) {
         n += ring_fast(r, out + n, max - n);
         /* The bounce buffer holds one record: a second one would clobber it. */
@@ -292,10 +284,7 @@ int vpmu_ring_read_span(VpmuRing *r, VpmuRingSpan *out, unsigned max)
         return -EINVAL;
     }
     max = max < INT_MAX ? max : INT_MAX;
-    /* The head snapshot as in vpmu_ring_read_batch(). */
-    if (r->head == r->pos) {
-        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
-    }
+    vpmu_ring__snapshot(r);
     step = ring_span_first(r, out);
     if (step) {
         /* Counts the first record too: it passes the run's compare. */

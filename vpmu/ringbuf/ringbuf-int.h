@@ -45,6 +45,22 @@ struct VpmuRing {
 };
 
 /*
+ * Load data_head once the records of the last snapshot are used up, and
+ * only then, so that every read API judges a ring against the same head
+ * and an error repeats until vpmu_ring_discard() (fuzz-ringbuf --seed 3
+ * --case 532).  The acquire pairs with the producer's release store of
+ * data_head (kernel: smp_store_release() in perf_output_put_handle(); ours:
+ * vpmu_ring_producer_write()): the record bytes below head are visible
+ * once head is.
+ */
+static inline void vpmu_ring__snapshot(VpmuRing *r)
+{
+    if (r->head == r->pos) {
+        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
+    }
+}
+
+/*
  * The next record the general way (wraps through the bounce buffer,
  * misalignment, LOST counts, every error), taken and counted.
  * Return: 1 and @rec; 0 if the ring is empty; -EBADMSG (nothing taken).

@@ -257,15 +257,7 @@ int vpmu_ring_read(VpmuRing *r, const struct perf_event_header **ev)
     int rc;
 
     *ev = NULL;
-    if (r->head == r->pos) {
-        /*
-         * Pairs with the producer's release store of data_head (kernel:
-         * smp_store_release() in perf_output_put_handle(); ours:
-         * vpmu_ring_producer_write()): the record bytes below head are
-         * visible once head is.
-         */
-        r->head = __atomic_load_n(&r->l.page->data_head, __ATOMIC_ACQUIRE);
-    }
+    vpmu_ring__snapshot(r);
     /* One record: ring_fast()'s setup would cost more than it saves. */
     rc = vpmu_ring__next(r, &rec);
     if (rc < 0) {
