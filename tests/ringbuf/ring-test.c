@@ -154,3 +154,65 @@ void check_bad_case(const BadCase *c, bool batch)
     vpmu_ring_free(r);
     free(t.mem);
 }
+
+/* ---- rings for the run and span fast paths ----------------------------- */
+
+void put(TRing *t, uint64_t off, uint32_t type, uint16_t size, uint16_t misc)
+{
+    struct perf_event_header *h = mkrec(t->data + off, type, size, (unsigned)off);
+
+    h->misc = misc;
+}
+
+const RunRec breaks[BREAKS_NREC] = {
+    { 0, PERF_RECORD_SAMPLE, 24, 0 },    { 24, PERF_RECORD_SAMPLE, 24, 0 },
+    { 48, PERF_RECORD_SAMPLE, 24, 1 },   { 72, PERF_RECORD_THROTTLE, 24, 0 },
+    { 96, PERF_RECORD_SAMPLE, 24, 0 },   { 120, PERF_RECORD_SAMPLE, 32, 0 },
+    { 152, PERF_RECORD_SAMPLE, 32, 0 },  { 184, PERF_RECORD_LOST, 24, 0 },
+    { 208, PERF_RECORD_SAMPLE, 24, 0 },  { 232, PERF_RECORD_SAMPLE, 24, 0 },
+};
+
+VpmuRing *breaks_ring(TRing *t)
+{
+    uint64_t lost[2] = { 0, 3 };        /* PERF_RECORD_LOST: id, lost */
+    VpmuRing *r;
+
+    for (unsigned i = 0; i < BREAKS_NREC; i++) {
+        put(t, breaks[i].off, breaks[i].type, breaks[i].size, breaks[i].misc);
+    }
+    memcpy(t->data + 184 + 8, lost, sizeof(lost));
+    t->pg->data_head = 256;
+    ck_assert_int_eq(vpmu_ring_new(t->mem, t->map, &r), 0);
+    return r;
+}
+
+void breaks_check_stats(const VpmuRing *r)
+{
+    VpmuRingStats st;
+
+    vpmu_ring_stats(r, &st);
+    ck_assert_uint_eq(st.records, 10);
+    ck_assert_uint_eq(st.bytes, 256);
+    ck_assert_uint_eq(st.samples, 8);
+    ck_assert_uint_eq(st.throttle, 1);
+    ck_assert_uint_eq(st.lost_records, 1);
+    ck_assert_uint_eq(st.lost_events, 3);
+    ck_assert_uint_eq(st.errors, 0);
+}
+
+VpmuRing *to_end_ring(TRing *t, unsigned char w[24])
+{
+    VpmuRing *r;
+
+    for (uint64_t off = 16; off < 112; off += 24) {
+        put(t, off, PERF_RECORD_SAMPLE, 24, 0);
+    }
+    mkrec(w, PERF_RECORD_SAMPLE, 24, 7);
+    memcpy(t->data + 112, w, 16);
+    memcpy(t->data, w + 16, 8);
+    memcpy(t->data + 8, &(struct perf_event_header){ PERF_RECORD_SAMPLE, 0, 24 },
+           sizeof(struct perf_event_header));
+    t->pg->data_head = 144;
+    ck_assert_int_eq(vpmu_ring_new(t->mem, t->map, &r), 0);
+    return r;
+}

@@ -77,4 +77,36 @@ extern const size_t n_bad_cases;
  */
 void check_bad_case(const BadCase *c, bool batch);
 
+/* ---- rings for the run and span fast paths ----------------------------- */
+
+/* Write a record of @type and @size at offset @off of @t, misc @misc. */
+void put(TRing *t, uint64_t off, uint32_t type, uint16_t size, uint16_t misc);
+
+/*
+ * The "breaks" ring: a run of 24-byte samples broken every way it can be
+ * (test-ringbuf-batch.c, test_batch_run_breaks, has the picture):
+ *   off  0  24  48  72  96 120 152 184 208 232
+ *        S   S   S'  T   S   S32 S32 L   S   S
+ */
+typedef struct RunRec {
+    uint64_t off;
+    uint32_t type;
+    uint16_t size, misc;
+} RunRec;
+
+#define BREAKS_NREC 10
+extern const RunRec breaks[BREAKS_NREC];
+
+/* Write it to @t (256 bytes, T=0), publish it whole; its consumer. */
+VpmuRing *breaks_ring(TRing *t);
+
+/* After the whole "breaks" ring: counted as vpmu_ring_read() would. */
+void breaks_check_stats(const VpmuRing *r);
+
+/*
+ * The "to end" ring (test_batch_run_to_end has the picture) in @t, of 128
+ * bytes from position 16; @w gets the wrapping record's bytes.  Its consumer.
+ */
+VpmuRing *to_end_ring(TRing *t, unsigned char w[24]);
+
 #endif /* RING_TEST_H */

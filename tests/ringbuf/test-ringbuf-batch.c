@@ -3,8 +3,9 @@
  * vpmu/ringbuf on synthetic rings, the batch API and PERF_RECORD_SAMPLE:
  * vpmu_ring_read_batch() on the same rings as test-ringbuf.c (exact round
  * trips, wraps at every offset, malformed rings) and against
- * vpmu_ring_read() on the same traffic; then sample sizes, parsing and
- * encoding.
+ * vpmu_ring_read() on the same traffic; its fast path for runs of one
+ * record size; then sample sizes, parsing and encoding.  Spans over the
+ * same run rings are in test-ringbuf-span.c.
  *
  * Pictures use QEMU test-fifo's habit: the data area, one char per 8
  * bytes, T = tail (consumer position), H = head (producer position).
@@ -239,17 +240,6 @@ END_TEST
 
 /* ---- runs of one size (the fast path for one event's samples) ---------- */
 
-#define RING_HDR sizeof(struct perf_event_header)
-
-/* Write a record of @type and @size at offset @off of @t, misc @misc. */
-static void put(TRing *t, uint64_t off, uint32_t type, uint16_t size,
-                uint16_t misc)
-{
-    struct perf_event_header *h = mkrec(t->data + off, type, size, (unsigned)off);
-
-    h->misc = misc;
-}
-
 /*
  * A run of 24-byte samples broken every way it can be, read in batches of
  * max = 1..9 (so the batch limit falls inside the run, on each break and
@@ -266,48 +256,26 @@ static void put(TRing *t, uint64_t off, uint32_t type, uint16_t size,
  */
 START_TEST(test_batch_run_breaks)
 {
-    static const struct { uint64_t off; uint32_t type; uint16_t size, misc; } recs[] = {
-        { 0, PERF_RECORD_SAMPLE, 24, 0 },    { 24, PERF_RECORD_SAMPLE, 24, 0 },
-        { 48, PERF_RECORD_SAMPLE, 24, 1 },   { 72, PERF_RECORD_THROTTLE, 24, 0 },
-        { 96, PERF_RECORD_SAMPLE, 24, 0 },   { 120, PERF_RECORD_SAMPLE, 32, 0 },
-        { 152, PERF_RECORD_SAMPLE, 32, 0 },  { 184, PERF_RECORD_LOST, 24, 0 },
-        { 208, PERF_RECORD_SAMPLE, 24, 0 },  { 232, PERF_RECORD_SAMPLE, 24, 0 },
-    };
     unsigned max = (unsigned)_i;
     TRing t = tring(256, 0);
     VpmuRingRecord out[9];
-    VpmuRing *r;
-    VpmuRingStats st;
-    uint64_t lost[2] = { 0, 3 };        /* PERF_RECORD_LOST: id, lost */
+    VpmuRing *r = breaks_ring(&t);
     unsigned got = 0;
     int n;
 
-    for (unsigned i = 0; i < 10; i++) {
-        put(&t, recs[i].off, recs[i].type, recs[i].size, recs[i].misc);
-    }
-    memcpy(t.data + 184 + 8, lost, sizeof(lost));
-    t.pg->data_head = 256;
-    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
     while ((n = vpmu_ring_read_batch(r, out, max)) > 0) {
         ck_assert_int_le(n, max);
         for (int i = 0; i < n; i++, got++) {
             ck_assert_uint_lt(got, 10);
-            ck_assert_ptr_eq(out[i].ev, (const void *)(t.data + recs[got].off));
-            ck_assert_uint_eq(out[i].hdr.type, recs[got].type);
-            ck_assert_uint_eq(out[i].hdr.size, recs[got].size);
-            ck_assert_uint_eq(out[i].hdr.misc, recs[got].misc);
+            ck_assert_ptr_eq(out[i].ev, (const void *)(t.data + breaks[got].off));
+            ck_assert_uint_eq(out[i].hdr.type, breaks[got].type);
+            ck_assert_uint_eq(out[i].hdr.size, breaks[got].size);
+            ck_assert_uint_eq(out[i].hdr.misc, breaks[got].misc);
         }
     }
     ck_assert_int_eq(n, 0);
     ck_assert_uint_eq(got, 10);
-    vpmu_ring_stats(r, &st);
-    ck_assert_uint_eq(st.records, 10);
-    ck_assert_uint_eq(st.bytes, 256);
-    ck_assert_uint_eq(st.samples, 8);
-    ck_assert_uint_eq(st.throttle, 1);
-    ck_assert_uint_eq(st.lost_records, 1);
-    ck_assert_uint_eq(st.lost_events, 3);
-    ck_assert_uint_eq(st.errors, 0);
+    breaks_check_stats(r);
     vpmu_ring_free(r);
     free(t.mem);
 }
@@ -327,20 +295,10 @@ START_TEST(test_batch_run_to_end)
 {
     TRing t = tring(128, 16);
     VpmuRingRecord out[16];
-    VpmuRing *r;
     VpmuRingStats st;
     unsigned char w[24];
+    VpmuRing *r = to_end_ring(&t, w);
 
-    for (uint64_t off = 16; off < 112; off += 24) {
-        put(&t, off, PERF_RECORD_SAMPLE, 24, 0);
-    }
-    mkrec(w, PERF_RECORD_SAMPLE, 24, 7);
-    memcpy(t.data + 112, w, 16);
-    memcpy(t.data, w + 16, 8);
-    memcpy(t.data + 8, &(struct perf_event_header){ PERF_RECORD_SAMPLE, 0, 24 },
-           RING_HDR);
-    t.pg->data_head = 144;
-    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
     ck_assert_int_eq(vpmu_ring_read_batch(r, out, 16), 5);
     for (int i = 0; i < 4; i++) {
         ck_assert_ptr_eq(out[i].ev, (const void *)(t.data + 16 + 24 * i));
@@ -353,130 +311,6 @@ START_TEST(test_batch_run_to_end)
     ck_assert_uint_eq(st.records, 5);
     ck_assert_uint_eq(st.wrapped, 1);
     ck_assert_uint_eq(st.errors, 1);
-    vpmu_ring_free(r);
-    free(t.mem);
-}
-END_TEST
-
-/* ---- spans (vpmu_ring_read_span) --------------------------------------- */
-
-/* A span expected: first record's offset, type, size, misc, count. */
-typedef struct WantSpan {
-    uint64_t off;
-    uint32_t type;
-    uint16_t size, misc;
-    unsigned count;
-} WantSpan;
-
-/*
- * test_batch_run_breaks' ring, read span by span with max 9, then max 2:
- *   off  0  24  48  72  96 120 152 184 208 232
- *        S   S   S'  T   S   S32 S32 L   S   S
- * max 9: [S S S'] [T] [S] [S32 S32] [L] [S S]: misc does not split a span,
- * the first record's misc is the span's; every other break does.
- * max 2: [S S] [S'] [T] [S] [S32 S32] [L] [S S].
- * The statistics are test_batch_run_breaks' to the byte.
- */
-START_TEST(test_span_breaks)
-{
-    static const WantSpan want9[] = {
-        { 0, PERF_RECORD_SAMPLE, 24, 0, 3 }, { 72, PERF_RECORD_THROTTLE, 24, 0, 1 },
-        { 96, PERF_RECORD_SAMPLE, 24, 0, 1 }, { 120, PERF_RECORD_SAMPLE, 32, 0, 2 },
-        { 184, PERF_RECORD_LOST, 24, 0, 1 }, { 208, PERF_RECORD_SAMPLE, 24, 0, 2 },
-    };
-    static const WantSpan want2[] = {
-        { 0, PERF_RECORD_SAMPLE, 24, 0, 2 }, { 48, PERF_RECORD_SAMPLE, 24, 1, 1 },
-        { 72, PERF_RECORD_THROTTLE, 24, 0, 1 }, { 96, PERF_RECORD_SAMPLE, 24, 0, 1 },
-        { 120, PERF_RECORD_SAMPLE, 32, 0, 2 }, { 184, PERF_RECORD_LOST, 24, 0, 1 },
-        { 208, PERF_RECORD_SAMPLE, 24, 0, 2 },
-    };
-    const WantSpan *want = _i ? want2 : want9;
-    size_t nwant = _i ? 7 : 6;
-    TRing t = tring(256, 0);
-    uint64_t lost[2] = { 0, 3 };
-    VpmuRingSpan sp;
-    VpmuRing *r;
-    VpmuRingStats st;
-    size_t k = 0;
-    int n;
-
-    for (uint64_t off = 0; off + 24 <= 256; off += 24) {
-        put(&t, off, PERF_RECORD_SAMPLE, 24, 0);
-    }
-    /* Then the breaks over that: S' at 48, T at 72, S32 x2 at 120, L at 184. */
-    put(&t, 48, PERF_RECORD_SAMPLE, 24, 1);
-    put(&t, 72, PERF_RECORD_THROTTLE, 24, 0);
-    put(&t, 120, PERF_RECORD_SAMPLE, 32, 0);
-    put(&t, 152, PERF_RECORD_SAMPLE, 32, 0);
-    put(&t, 184, PERF_RECORD_LOST, 24, 0);
-    memcpy(t.data + 184 + 8, lost, sizeof(lost));
-    put(&t, 208, PERF_RECORD_SAMPLE, 24, 0);
-    put(&t, 232, PERF_RECORD_SAMPLE, 24, 0);
-    t.pg->data_head = 256;
-    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
-    ck_assert_int_eq(vpmu_ring_read_span(r, NULL, 9), -EINVAL);
-    ck_assert_int_eq(vpmu_ring_read_span(r, &sp, 0), -EINVAL);
-    while ((n = vpmu_ring_read_span(r, &sp, _i ? 2 : 9)) > 0) {
-        ck_assert_uint_lt(k, nwant);
-        ck_assert_int_eq(n, want[k].count);
-        ck_assert_uint_eq(sp.count, want[k].count);
-        ck_assert_ptr_eq(sp.base, t.data + want[k].off);
-        ck_assert_uint_eq(sp.hdr.type, want[k].type);
-        ck_assert_uint_eq(sp.hdr.size, want[k].size);
-        ck_assert_uint_eq(sp.hdr.misc, want[k].misc);
-        k++;
-    }
-    ck_assert_int_eq(n, 0);
-    ck_assert_uint_eq(k, nwant);
-    vpmu_ring_stats(r, &st);
-    ck_assert_uint_eq(st.records, 10);
-    ck_assert_uint_eq(st.bytes, 256);
-    ck_assert_uint_eq(st.samples, 8);
-    ck_assert_uint_eq(st.throttle, 1);
-    ck_assert_uint_eq(st.lost_records, 1);
-    ck_assert_uint_eq(st.lost_events, 3);
-    ck_assert_uint_eq(st.errors, 0);
-    vpmu_ring_free(r);
-    free(t.mem);
-}
-END_TEST
-
-/*
- * test_batch_run_to_end's ring by spans: [4 samples in place], [the
- * wrapping one, bounced], then -EBADMSG for the truncated one, counted once.
- */
-START_TEST(test_span_to_end)
-{
-    TRing t = tring(128, 16);
-    VpmuRingSpan sp;
-    VpmuRing *r;
-    VpmuRingStats st;
-    unsigned char w[24];
-
-    for (uint64_t off = 16; off < 112; off += 24) {
-        put(&t, off, PERF_RECORD_SAMPLE, 24, 0);
-    }
-    mkrec(w, PERF_RECORD_SAMPLE, 24, 7);
-    memcpy(t.data + 112, w, 16);
-    memcpy(t.data, w + 16, 8);
-    memcpy(t.data + 8, &(struct perf_event_header){ PERF_RECORD_SAMPLE, 0, 24 },
-           RING_HDR);
-    t.pg->data_head = 144;
-    ck_assert_int_eq(vpmu_ring_new(t.mem, t.map, &r), 0);
-    ck_assert_int_eq(vpmu_ring_read_span(r, &sp, 100), 4);
-    ck_assert_ptr_eq(sp.base, t.data + 16);
-    ck_assert_int_eq(vpmu_ring_read_span(r, &sp, 100), 1);
-    ck_assert_ptr_ne(sp.base, t.data + 112);
-    ck_assert_mem_eq(sp.base, w, 24);
-    ck_assert_int_eq(vpmu_ring_read_span(r, &sp, 100), -EBADMSG);
-    ck_assert_int_eq(vpmu_ring_read_span(r, &sp, 100), -EBADMSG);  /* repeatable */
-    vpmu_ring_consume(r);
-    ck_assert_uint_eq(t.pg->data_tail, 136);
-    vpmu_ring_stats(r, &st);
-    ck_assert_uint_eq(st.records, 5);
-    ck_assert_uint_eq(st.bytes, 120);
-    ck_assert_uint_eq(st.wrapped, 1);
-    ck_assert_uint_eq(st.errors, 2);
     vpmu_ring_free(r);
     free(t.mem);
 }
@@ -610,8 +444,6 @@ static Suite *ringbuf_batch_suite(void)
     tcase_add_test(tc, test_batch_matches_read);
     tcase_add_loop_test(tc, test_batch_run_breaks, 1, 10);
     tcase_add_test(tc, test_batch_run_to_end);
-    tcase_add_loop_test(tc, test_span_breaks, 0, 2);
-    tcase_add_test(tc, test_span_to_end);
     tcase_add_test(tc, test_sample_size);
     tcase_add_test(tc, test_sample_parse_by_hand);
     tcase_add_test(tc, test_sample_round_trip_all_types);
