@@ -80,6 +80,13 @@ typedef struct VpmuConfig {
     uint64_t perf_capabilities; /* needs pdcm; VPMU_PERF_CAP_FW_WRITE only */
     uint32_t events;            /* VPMU_EVENT_BIT()s the source can back */
     bool raw_events;            /* give non-architectural events to the source */
+    /*
+     * AMD: the vCPU offers SVM, so PERF_CTL HostOnly [41] and GuestOnly
+     * [40] are kept and honoured (APM Vol. 2 13.2.1): a counter counts in
+     * host mode, guest mode or both (vpmu_pmu_set_guest_mode()).  false:
+     * they are dropped like reserved bits, as KVM does for its guests.
+     */
+    bool amd_host_guest;
 } VpmuConfig;
 
 /*
@@ -239,6 +246,18 @@ VPMU_API int vpmu_pmu_cpuid(const VpmuPmu *pmu, uint32_t leaf,
  */
 VPMU_API void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl,
                                            bool branch);
+
+/**
+ * vpmu_pmu_set_guest_mode() - the vCPU entered (@guest) or left SVM guest
+ * mode.
+ *
+ * Emulated instructions (vpmu_pmu_wrmsr(), vpmu_pmu_instruction_retired())
+ * are counted by the counters that count in this mode (PERF_CTL
+ * HostOnly/GuestOnly with cfg.amd_host_guest; every counter otherwise).
+ * A front end without nested virtualisation never calls it: the PMU starts
+ * in host mode.  Not part of the saved state.
+ */
+VPMU_API void vpmu_pmu_set_guest_mode(VpmuPmu *pmu, bool guest);
 
 /**
  * vpmu_pmu_sync() - fold the source counts into the guest-visible state

@@ -75,6 +75,14 @@ typedef struct VpmuSourceAttr {
     uint64_t raw_config;
     bool count_user;        /* count at CPL 3 (USR) */
     bool count_kernel;      /* count at CPL 0-2 (OS) */
+    /*
+     * Count in SVM host mode / guest mode (AMD PERF_CTL HostOnly and
+     * GuestOnly with VpmuConfig.amd_host_guest); both true otherwise.  A
+     * source that cannot tell the modes apart refuses an attr with either
+     * false (-EOPNOTSUPP).
+     */
+    bool count_host;
+    bool count_guest;
     /* Events to the guest-visible overflow: (-value) & mask, 0 -> mask + 1. */
     uint64_t sample_period;
     /* The guest counter: "fixed" flag + index, as vpmu_pmu_counter_info(). */
@@ -159,6 +167,14 @@ VPMU_API void vpmu_fake_source_run(VpmuFakeSource *fake, VpmuArchEvent event,
  */
 VPMU_API void vpmu_fake_source_fail(VpmuFakeSource *fake, VpmuFakeOp op,
                                     int err);
+
+/**
+ * vpmu_fake_source_set_guest_mode() - what vpmu_fake_source_run() retires
+ * from now on is in SVM guest mode (@guest) or host mode (the default):
+ * only handles whose count_guest / count_host is set count it.
+ */
+VPMU_API void vpmu_fake_source_set_guest_mode(VpmuFakeSource *fake,
+                                              bool guest);
 
 /** vpmu_fake_source_stats() - copy the call counters into @out. */
 VPMU_API void vpmu_fake_source_stats(const VpmuFakeSource *fake,

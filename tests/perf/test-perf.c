@@ -88,7 +88,7 @@ static FakeFd *open_direct(VpmuArchEvent e, uint64_t raw, bool usr, bool os,
 {
     VpmuSourceAttr a = {
         .event = e, .raw_config = raw, .count_user = usr, .count_kernel = os,
-        .sample_period = period,
+        .count_host = true, .count_guest = true, .sample_period = period,
     };
     unsigned before = env.fs.nfds;
 
@@ -150,6 +150,37 @@ START_TEST(test_mapping_hw)
     ck_assert_uint_eq(e->attr.config, 0x01d1 | CMASK(1));
     ck_assert(e->attr.exclude_user && !e->attr.exclude_kernel);
     ops->close(env.src, h);
+    env_down();
+}
+END_TEST
+
+/*
+ * A guest hypervisor's HostOnly/GuestOnly split has no perf_event_attr
+ * field (exclude_host speaks of this host): refused, nothing opened.
+ */
+START_TEST(test_mapping_host_guest_split)
+{
+    VpmuPerfSourceOpts o = {
+        .host_vendor = VPMU_VENDOR_AMD, .guest_vendor = VPMU_VENDOR_AMD,
+        .exclude_host = true, .tid = HOST_TID, .notify_signal = 40,
+    };
+    VpmuSourceAttr a = {
+        .event = VPMU_EVENT_INSTRUCTIONS, .count_user = true,
+        .count_kernel = true, .count_host = true, .count_guest = false,
+        .sample_period = 100,
+    };
+    VpmuSourceHandle *h = NULL;
+    unsigned calls;
+
+    env_up(true, &o);
+    calls = env.fs.open_calls;
+    ck_assert_int_eq(vpmu_perf_source_ops()->open(env.src, &a, &h),
+                     -EOPNOTSUPP);
+    a.count_host = false;
+    a.count_guest = true;
+    ck_assert_int_eq(vpmu_perf_source_ops()->open(env.src, &a, &h),
+                     -EOPNOTSUPP);
+    ck_assert_uint_eq(env.fs.open_calls, calls);
     env_down();
 }
 END_TEST
@@ -453,6 +484,7 @@ static Suite *perf_suite(void)
     tcase_add_test(tc, test_probe_fallback);
     tcase_add_test(tc, test_no_perf_at_all);
     tcase_add_test(tc, test_mapping_hw);
+    tcase_add_test(tc, test_mapping_host_guest_split);
     tcase_add_test(tc, test_mapping_raw_other_vendor);
     tcase_add_test(tc, test_fallback_units);
     tcase_add_test(tc, test_conversions);

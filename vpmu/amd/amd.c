@@ -12,10 +12,12 @@
 #define AMD_EVTSEL_EVENT_HI     GENMASK_ULL(35, 32)   /* EventSelect[11:8] */
 #define AMD_EVTSEL_GUEST_ONLY   BIT_ULL(40)
 #define AMD_EVTSEL_HOST_ONLY    BIT_ULL(41)
+#define AMD_EVTSEL_HG           (AMD_EVTSEL_GUEST_ONLY | AMD_EVTSEL_HOST_ONLY)
 /*
  * What a guest write keeps: bits 35:0 but for reserved 19 and 21.  This
- * is KVM's reserved mask 0xfffffff000280000: HostOnly/GuestOnly belong
- * to the hypervisor and are dropped like any reserved bit.
+ * is KVM's reserved mask 0xfffffff000280000: for a guest without SVM,
+ * HostOnly/GuestOnly belong to the hypervisor and are dropped like any
+ * reserved bit.  A vCPU with SVM (cfg.amd_host_guest) keeps them.
  */
 #define AMD_EVTSEL_KEEP         (GENMASK_ULL(35, 0) & \
                                  ~(BIT_ULL(19) | BIT_ULL(21)))
@@ -58,6 +60,11 @@ static VpmuAmdLevel level(const VpmuPmu *pmu)
 static uint64_t counters_mask(const VpmuPmu *pmu)
 {
     return GENMASK_ULL(pmu->nr_gp - 1, 0);
+}
+
+static uint64_t evtsel_keep(const VpmuPmu *pmu)
+{
+    return AMD_EVTSEL_KEEP | (pmu->cfg.amd_host_guest ? AMD_EVTSEL_HG : 0);
 }
 
 static int amd_check(const VpmuConfig *cfg, char *err, size_t errlen)
@@ -155,7 +162,7 @@ static int amd_wrmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
 {
     switch (amd_unalias(kind, &idx)) {
     case VPMU_MSR_EVTSEL:
-        vpmu_counter_set_ctl(&pmu->gp[idx], val & AMD_EVTSEL_KEEP);
+        vpmu_counter_set_ctl(&pmu->gp[idx], val & evtsel_keep(pmu));
         break;
     case VPMU_MSR_PMC:
         /* The 48-bit counter keeps the low 48 bits of the write. */
@@ -224,10 +231,19 @@ static int amd_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
     }
 }
 
+/*
+ * APM Vol. 2 13.2.1 (PerfEvtSeln HostOnly/GuestOnly): GuestOnly alone
+ * counts in guest mode only, HostOnly alone in host mode only, both or
+ * neither in both modes.  The bits are only in ctl with amd_host_guest.
+ */
 static void amd_decode(const VpmuCounter *c, VpmuCtl *out)
 {
+    uint64_t hg = c->ctl & AMD_EVTSEL_HG;
+
     vpmu_decode_evtsel(c->ctl, VPMU_EVTSEL_EVENT | AMD_EVTSEL_EVENT_HI,
                        amd_arch_events, out);
+    out->host = hg != AMD_EVTSEL_GUEST_ONLY;
+    out->guest = hg != AMD_EVTSEL_HOST_ONLY;
 }
 
 static bool amd_has_global(const VpmuConfig *cfg)
@@ -252,7 +268,7 @@ static int amd_check_state(const VpmuPmu *pmu, VpmuMsrKind kind,
 
     switch (kind) {
     case VPMU_MSR_EVTSEL:
-        allowed = AMD_EVTSEL_KEEP;
+        allowed = evtsel_keep(pmu);
         break;
     case VPMU_MSR_GLOBAL_CTRL:
     case VPMU_MSR_GLOBAL_STATUS:

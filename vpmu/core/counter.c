@@ -75,7 +75,11 @@ static uint8_t counter_emul_bits(const VpmuCtl *ctl)
     } else {
         return 0;
     }
-    return (ctl->os ? os : 0) | (ctl->usr ? usr : 0);
+    if (!ctl->os && !ctl->usr) {
+        return 0;
+    }
+    return (ctl->os ? os : 0) | (ctl->usr ? usr : 0) |
+           (ctl->host ? VPMU_EMUL_HOST : 0) | (ctl->guest ? VPMU_EMUL_GUEST : 0);
 }
 
 /* Every state change goes here: it keeps the emulation bitmap right. */
@@ -176,7 +180,8 @@ static bool same_event(const VpmuSourceAttr *a, const VpmuSourceAttr *b)
 {
     return a->event == b->event && a->raw_config == b->raw_config &&
            a->count_user == b->count_user &&
-           a->count_kernel == b->count_kernel;
+           a->count_kernel == b->count_kernel &&
+           a->count_host == b->count_host && a->count_guest == b->count_guest;
 }
 
 static int source_open(VpmuCounter *c, const VpmuSourceAttr *attr)
@@ -338,6 +343,8 @@ static void counter_program(VpmuCounter *c)
     attr.raw_config = ctl.raw_config;
     attr.count_user = ctl.usr;
     attr.count_kernel = ctl.os;
+    attr.count_host = ctl.host;
+    attr.count_guest = ctl.guest;
     attr.sample_period = counter_period(c);
     attr.counter_id = c->id;
     attr.overflow = counter_overflow_cb;
@@ -391,8 +398,9 @@ void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
     uint8_t want = event == VPMU_EVENT_BRANCHES ?
                    (cpl == 3 ? VPMU_EMUL_BR_USR : VPMU_EMUL_BR_OS) :
                    (cpl == 3 ? VPMU_EMUL_INSN_USR : VPMU_EMUL_INSN_OS);
+    uint8_t mode = c->pmu->guest_mode ? VPMU_EMUL_GUEST : VPMU_EMUL_HOST;
 
-    if (!(c->emul & want)) {
+    if (!(c->emul & want) || !(c->emul & mode)) {
         return;
     }
     if (!counter_fold(c)) {
@@ -418,6 +426,7 @@ void vpmu_decode_evtsel(uint64_t ctl, uint64_t event_bits,
     out->os = ctl & VPMU_EVTSEL_OS;
     out->intr = ctl & VPMU_EVTSEL_INT;
     out->plain = !(ctl & VPMU_EVTSEL_MODIFIERS);
+    out->host = out->guest = true;
     out->raw_config = ctl & (event_bits | VPMU_EVTSEL_UMASK |
                              VPMU_EVTSEL_MODIFIERS);
     out->event = VPMU_EVENT_RAW;

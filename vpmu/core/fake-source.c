@@ -21,6 +21,7 @@ struct VpmuSourceHandle {
 
 struct VpmuFakeSource {
     VpmuSourceHandle *handles;
+    bool guest_mode;    /* vpmu_fake_source_set_guest_mode() */
     int fail[VPMU_FAKE_OP__COUNT];
     VpmuFakeStats stats;
 };
@@ -162,10 +163,14 @@ void vpmu_fake_source_free(VpmuFakeSource *fake)
     free(fake);
 }
 
-static bool fake_matches(const VpmuSourceHandle *h, VpmuArchEvent event,
+static bool fake_matches(const VpmuFakeSource *fake,
+                         const VpmuSourceHandle *h, VpmuArchEvent event,
                          uint64_t raw, unsigned cpl)
 {
     if (!h->enabled || h->attr.event != event) {
+        return false;
+    }
+    if (!(fake->guest_mode ? h->attr.count_guest : h->attr.count_host)) {
         return false;
     }
     if (event == VPMU_EVENT_RAW && h->attr.raw_config != raw) {
@@ -197,12 +202,12 @@ void vpmu_fake_source_run(VpmuFakeSource *fake, VpmuArchEvent event,
 
         /* Advance to the next period end of any matching handle. */
         for (VpmuSourceHandle *h = fake->handles; h; h = h->next) {
-            if (fake_matches(h, event, raw_config, cpl) && h->left < step) {
+            if (fake_matches(fake, h, event, raw_config, cpl) && h->left < step) {
                 step = h->left;
             }
         }
         for (VpmuSourceHandle *h = fake->handles; h; h = h->next) {
-            if (!fake_matches(h, event, raw_config, cpl)) {
+            if (!fake_matches(fake, h, event, raw_config, cpl)) {
                 continue;
             }
             h->count += step;
@@ -216,6 +221,11 @@ void vpmu_fake_source_run(VpmuFakeSource *fake, VpmuArchEvent event,
         while (fake_fire_one(fake)) {
         }
     }
+}
+
+void vpmu_fake_source_set_guest_mode(VpmuFakeSource *fake, bool guest)
+{
+    fake->guest_mode = guest;
 }
 
 void vpmu_fake_source_fail(VpmuFakeSource *fake, VpmuFakeOp op, int err)

@@ -43,6 +43,7 @@ typedef struct VpmuCtl {
     bool usr, os;
     bool intr;          /* INT / fixed PMI */
     bool plain;         /* no EDGE/INV/CMASK: emulated counts apply */
+    bool host, guest;   /* counts in SVM host / guest mode (AMD HG bits) */
     VpmuArchEvent event;
     uint64_t raw_config;
 } VpmuCtl;
@@ -82,6 +83,8 @@ typedef struct VpmuCounter {
 #define VPMU_EMUL_INSN_USR  (1u << 1)
 #define VPMU_EMUL_BR_OS     (1u << 2)
 #define VPMU_EMUL_BR_USR    (1u << 3)
+#define VPMU_EMUL_HOST      (1u << 4)   /* ... in SVM host mode */
+#define VPMU_EMUL_GUEST     (1u << 5)   /* ... in SVM guest mode */
 
 /* Kinds of PMU MSR; a backend table maps MSR ranges onto them. */
 typedef enum VpmuMsrKind {
@@ -158,6 +161,7 @@ struct VpmuPmu {
     uint64_t debugctl;
     /* Bit i: vpmu_counter_at(pmu, i) has emul bits (counts emulated ones). */
     uint64_t emul_counters;
+    bool guest_mode;        /* vpmu_pmu_set_guest_mode() */
 
     VpmuStats stats;
     bool logged[VPMU_LOG__COUNT];

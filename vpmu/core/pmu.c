@@ -281,6 +281,11 @@ void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl, bool branch)
     }
 }
 
+void vpmu_pmu_set_guest_mode(VpmuPmu *pmu, bool guest)
+{
+    pmu->guest_mode = guest;
+}
+
 void vpmu_pmu_sync(VpmuPmu *pmu)
 {
     for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {

@@ -154,6 +154,10 @@ static int intel_check(const VpmuConfig *cfg, char *err, size_t errlen)
     if (cfg->amd_level) {
         return vpmu_err(err, errlen, "amd_level: must be 0 for Intel");
     }
+    if (cfg->amd_host_guest) {
+        return vpmu_err(err, errlen, "amd_host_guest: AMD-only, must be "
+                        "false for Intel");
+    }
     if (cfg->nr_gp > VPMU_INTEL_MAX_GP) {
         return vpmu_err(err, errlen, "nr_gp: %u exceeds %u", cfg->nr_gp,
                         VPMU_INTEL_MAX_GP);
@@ -433,6 +437,7 @@ static void intel_decode(const VpmuCounter *c, VpmuCtl *out)
         out->en = out->os || out->usr;
         out->intr = ctl & FIXED_CTRL_PMI;
         out->plain = true;
+        out->host = out->guest = true;
         out->event = intel_fixed_events[c->idx];
         return;
     }

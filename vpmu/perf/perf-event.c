@@ -234,6 +234,14 @@ int vpmu_perf_build_attr(const VpmuPerfSource *src, const VpmuSourceAttr *a,
 
     /* Zeroed whole (padding too): vpmu_perf_same_key() compares bytes. */
     memset(out, 0, sizeof(*out));
+    /*
+     * The guest's own host/guest split (AMD HostOnly/GuestOnly of a nested
+     * hypervisor) has no perf_event_attr field: exclude_host/exclude_guest
+     * speak of *this* host.
+     */
+    if (!a->count_host || !a->count_guest) {
+        return -EOPNOTSUPP;
+    }
     r = attr_event(src, a, out);
     if (r < 0) {
         return r;

@@ -368,7 +368,7 @@ static int probe(VpmuPerfSource *src, VpmuArchEvent e)
 {
     VpmuSourceAttr a = {
         .event = e, .count_user = true, .count_kernel = true,
-        .sample_period = 1ull << 32,
+        .count_host = true, .count_guest = true, .sample_period = 1ull << 32,
     };
     struct perf_event_attr pattr;
     int fd = vpmu_perf_build_attr(src, &a, &pattr);
