@@ -1,0 +1,242 @@
+#!/bin/bash
+# Build the L1 image of the nested suite (run.sh): a TCG guest with SVM that
+# loads kvm-amd and runs the L2 guest image under its KVM with the project's
+# QEMU.  From Debian packages only, plus the project's QEMU binary:
+#
+#   OUT/vmlinux                 the L1 kernel: the guest image's own kernel
+#                               (linux-image-6.1.0-N-amd64; vmlinuz if no vmlinux)
+#   OUT/initramfs.cpio.gz       the L1 initramfs:
+#     - everything of the guest image's initramfs (busybox-static, perf and its
+#       libraries, the workloads, /vpmu/tests, /vpmu/tap-lib.sh), unpacked from
+#       L2IMAGE/initramfs.cpio.gz;
+#     - /lib/modules/<ver>/kernel/...: irqbypass, kvm, ccp, kvm-amd, from the
+#       same linux-image package as the kernel (their "depends=" are checked);
+#     - /usr/bin/qemu-system-x86_64 (QEMU, default build/qemu/..., without
+#       its debug info) and every
+#       shared library it needs, resolved with the staged dynamic loader
+#       against .debs (the host's dpkg database only says which package
+#       ships a soname, as in build-image.sh; no file comes from the host's
+#       /lib);
+#     - /usr/share/qemu: bios-256k.bin (seabios), linuxboot_dma.bin,
+#       linuxboot.bin, pvh.bin, kvmvapic.bin (qemu-system-data); L2 runs
+#       with -vga none -net none, so no VGA BIOS or NIC ROM;
+#     - /l2/{vmlinux,initramfs.cpio.gz}: the L2 guest image (vmlinuz if it
+#       has no vmlinux);
+#     - /init: init-l1.
+#
+# Usage: build-l1.sh [OUT]        (OUT defaults to build/nested)
+#
+# Environment: QEMU (the binary to put in L1), L2IMAGE (default build/guest,
+# built by guest-tests/linux/build-image.sh if it is missing), VPMU_CACHE
+# (the .deb cache is ${VPMU_CACHE:-$HOME/.cache/vpmu}/debs, shared with
+# build-image.sh), VPMU_REFRESH=1 (ask apt for newer candidates).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+out=${1:-$top/build/nested}
+l2=${L2IMAGE:-$top/build/guest}
+qemu=${QEMU:-$top/build/qemu/qemu-system-x86_64}
+cache=${VPMU_CACHE:-$HOME/.cache/vpmu}/debs
+arch=x86_64-linux-gnu
+
+log() { printf 'build-l1: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+for tool in apt-get apt-cache dpkg-deb dpkg cpio gzip objcopy; do
+    command -v "$tool" >/dev/null || die "$tool is missing (apt-get install $tool)"
+done
+[[ -x $qemu ]] || die "no QEMU at $qemu (make qemu)"
+
+if [[ ! -f $l2/initramfs.cpio.gz || ! -f $l2/packages.txt ]]; then
+    log "no guest image in $l2: running guest-tests/linux/build-image.sh"
+    "$top/guest-tests/linux/build-image.sh" "$l2"
+fi
+l2_kernel=$l2/vmlinux
+[[ -f $l2_kernel ]] || l2_kernel=$l2/vmlinuz
+[[ -f $l2_kernel ]] || die "no vmlinux or vmlinuz in $l2"
+
+mkdir -p "$out" "$cache"
+out=$(cd "$out" && pwd)
+work=$out/work
+rm -rf "$work"
+mkdir -p "$work/stage" "$work/root" "$work/kernel"
+stage=$work/stage
+root=$work/root
+
+# --- .deb cache: the same conventions as build-image.sh --------------------
+candidate() { apt-cache policy "$1" | awk '/Candidate:/ { print $2 }'; }
+cached() {
+    [[ ${VPMU_REFRESH:-0} == 1 ]] && return 0
+    compgen -G "$cache/${1}_*.deb" | sort -V | tail -n1 || true
+}
+lib_depends() {
+    dpkg-deb -f "$1" Pre-Depends Depends | sed 's/^[^:]*: //' | tr ',' '\n' |
+        sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -E '^(lib|zlib)' || true
+}
+apt_dl=(apt-get download -q)
+[[ $(id -u) != 0 ]] || apt_dl+=(-o APT::Sandbox::User=root)
+fetch() {   # fetch NAME [VERSION]: the cached .deb's path (downloaded if needed)
+    local name=$1 ver=${2:-} deb
+    if [[ -z $ver ]]; then
+        deb=$(cached "$name")
+        [[ -n $deb ]] && { printf '%s\n' "$deb"; return 0; }
+        ver=$(candidate "$name")
+    fi
+    [[ -n $ver && $ver != "(none)" ]] || die "no installable version of $name"
+    deb=$cache/${name}_${ver//:/%3a}_amd64.deb
+    [[ -f $deb ]] || deb=$cache/${name}_${ver//:/%3a}_all.deb
+    if [[ ! -f $deb ]]; then
+        log "downloading $name $ver"
+        if ! (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2); then
+            [[ ! -e $work/apt-updated ]] || die "cannot download $name=$ver"
+            log "download failed; running apt-get update once"
+            touch "$work/apt-updated"
+            apt-get update -q >&2 || die "apt-get update failed"
+            (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2) ||
+                die "cannot download $name=$ver"
+        fi
+        deb=$(compgen -G "$cache/${name}_${ver//:/%3a}_*.deb" | head -n1) ||
+            die "apt-get download left no .deb for $name"
+    fi
+    printf '%s\n' "$deb"
+}
+declare -A staged=()
+stage_pkg() {   # stage_pkg NAME [VERSION]
+    local deb
+    [[ -n ${staged[$1]:-} ]] && return 0
+    deb=$(fetch "$@")
+    dpkg-deb -x "$deb" "$stage"
+    staged[$1]=$deb
+}
+
+# --- the guest image's tree ---------------------------------------------------
+log "unpacking $l2/initramfs.cpio.gz"
+(cd "$root" && gzip -dc "$l2/initramfs.cpio.gz" | cpio -id --quiet --no-absolute-filenames)
+[[ -x $root/bin/busybox && -x $root/usr/bin/perf ]] ||
+    die "$l2/initramfs.cpio.gz has no busybox or perf"
+rm -f "$root/init"
+
+# --- kernel modules, from the guest kernel's own package ---------------------
+# packages.txt's last line: "linux-image-6.1.0-N-amd64 VERSION (vmlinuz only)".
+read -r kpkg kver _ < <(grep '^linux-image-' "$l2/packages.txt" | tail -n1)
+[[ -n ${kpkg:-} && -n ${kver:-} ]] || die "no kernel package in $l2/packages.txt"
+kdeb=$(fetch "$kpkg" "$kver")
+mods=(virt/lib/irqbypass arch/x86/kvm/kvm drivers/crypto/ccp/ccp arch/x86/kvm/kvm-amd)
+pat=()
+for m in "${mods[@]}"; do pat+=("./lib/modules/*/kernel/$m.ko" "./lib/modules/*/kernel/$m.ko.xz"); done
+dpkg-deb --fsys-tarfile "$kdeb" |
+    tar -x -C "$work/kernel" --wildcards "${pat[@]}" 2>/dev/null || true
+uname_r=$(basename "$(compgen -G "$work/kernel/lib/modules/*" | head -n1)")
+[[ -n $uname_r ]] || die "no lib/modules in $kdeb"
+modinfo_field() {   # modinfo_field KO FIELD
+    local f=$1
+    [[ $f != *.xz ]] || { xz -dc "$f" >"$work/mod.ko"; f=$work/mod.ko; }
+    objcopy -O binary --only-section=.modinfo "$f" /dev/stdout | tr '\0' '\n' |
+        sed -n "s/^$2=//p"
+}
+have=" "
+for m in "${mods[@]}"; do
+    f=$(compgen -G "$work/kernel/lib/modules/$uname_r/kernel/$m.ko*" | head -n1) ||
+        die "$kpkg has no $m.ko"
+    name=$(basename "$m")
+    # Every module it depends on must be loaded before it (the order above).
+    for d in $(modinfo_field "$f" depends | tr ',' ' '); do
+        [[ $have == *" ${d//_/-} "* || $have == *" ${d//-/_} "* ]] ||
+            die "$name.ko depends on $d, which is not loaded before it"
+    done
+    have+="$name "
+    mkdir -p "$root/lib/modules/$uname_r/kernel/$(dirname "$m")"
+    cp "$f" "$root/lib/modules/$uname_r/kernel/$(dirname "$m")/"
+done
+log "modules of $kpkg ($uname_r):$have"
+
+# --- QEMU and its shared libraries ----------------------------------------------
+mkdir -p "$root/usr/share/qemu"
+qbin=$root/usr/bin/qemu-system-x86_64
+# Without its debug info (60 MB of the build's 62): L1 unpacks its initramfs
+# under TCG.  The symbols stay.
+if command -v strip >/dev/null; then
+    strip --strip-debug -o "$qbin" "$qemu"
+else
+    cp "$qemu" "$qbin"
+fi
+stage_pkg libc6
+ldso=$stage/lib/$arch/ld-linux-x86-64.so.2
+libpath=$stage/lib/$arch:$stage/usr/lib/$arch
+list_libs() { "$ldso" --library-path "$libpath" --list "$qbin"; }
+rounds=0
+while :; do
+    missing=$(list_libs | awk -v st="$stage/" '$1 !~ /^\// && $2 == "=>" &&
+        ($3 == "not" || index($3, st) != 1) { print $1 }')
+    [[ -z $missing ]] && break
+    ((++rounds <= 8)) || die "unresolved: $missing"
+    progress=0
+    for so in $missing; do
+        pkg=$(dpkg -S "/lib/$arch/$so" "/usr/lib/$arch/$so" 2>/dev/null |
+              grep -v '^diversion' | head -n1 | cut -d: -f1 || true)
+        if [[ -n $pkg && -z ${staged[$pkg]:-} ]]; then
+            log "$so: package $pkg (from the host's dpkg database)"
+            stage_pkg "$pkg"; progress=1
+        fi
+    done
+    if ((!progress)); then
+        for p in "${!staged[@]}"; do
+            for d in $(lib_depends "${staged[$p]}"); do
+                [[ -n ${staged[$d]:-} ]] || { stage_pkg "$d"; progress=1; }
+            done
+        done
+    fi
+    ((progress)) || die "cannot find a package for: $missing"
+done
+# The perf libraries already in the tree come from the same cached .debs;
+# a soname that is there is not copied again.
+nlib=0
+while read -r so path; do
+    if [[ ! -e $root/lib/$arch/$so ]]; then
+        cp -L "$path" "$root/lib/$arch/$so"; nlib=$((nlib + 1))
+    elif ! cmp -s "$path" "$root/lib/$arch/$so"; then
+        die "$so of QEMU's packages differs from the one perf uses"
+    fi
+done < <(list_libs | awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }')
+cmp -s "$ldso" "$root/lib/$arch/ld-linux-x86-64.so.2" ||
+    die "libc6 of the guest image differs from the staged one"
+if command -v ldconfig >/dev/null || [[ -x /sbin/ldconfig ]]; then
+    PATH=$PATH:/sbin ldconfig -r "$root" 2>/dev/null || log "warning: ldconfig -r failed"
+fi
+log "QEMU: $nlib more libraries"
+
+# --- firmware ------------------------------------------------------------------
+stage_pkg seabios
+stage_pkg qemu-system-data
+cp "$stage/usr/share/seabios/bios-256k.bin" "$root/usr/share/qemu/"
+for f in linuxboot_dma.bin linuxboot.bin pvh.bin kvmvapic.bin; do
+    cp "$stage/usr/share/qemu/$f" "$root/usr/share/qemu/"
+done
+
+# --- the L2 image and /init -------------------------------------------------------
+mkdir -p "$root/l2"
+cp "$l2_kernel" "$l2/initramfs.cpio.gz" "$root/l2/"
+install -m 0755 "$here/init-l1" "$root/init"
+
+# Sanity check on the host: QEMU runs from the tree.
+if [[ $(id -u) == 0 ]]; then
+    chroot "$root" /usr/bin/qemu-system-x86_64 --version >"$work/qemu-version" ||
+        die "QEMU does not run in the image tree (chroot test)"
+    log "$(head -n1 "$work/qemu-version")"
+fi
+
+for deb in "${staged[@]}"; do
+    dpkg-deb -f "$deb" Package Version | sed 's/^[^:]*: //' | paste -sd' '
+done | sort >"$out/packages.txt"
+{ echo "$kpkg $kver (modules: ${have# })"; echo "# and the guest image's:"
+  cat "$l2/packages.txt"; } >>"$out/packages.txt"
+
+rm -f "$out/vmlinux" "$out/vmlinuz"
+if [[ -f $l2/vmlinux ]]; then cp "$l2/vmlinux" "$out/vmlinux"; fi
+cp "$l2/vmlinuz" "$out/vmlinuz"
+(cd "$root" && find . -print0 | LC_ALL=C sort -z |
+    cpio --null -o -H newc -R 0:0 --quiet) | gzip -n -1 >"$out/initramfs.cpio.gz.tmp"
+mv "$out/initramfs.cpio.gz.tmp" "$out/initramfs.cpio.gz"
+log "wrote $out/initramfs.cpio.gz ($(du -h "$out/initramfs.cpio.gz" | cut -f1)," \
+    "$(du -sh "$root" | cut -f1) unpacked)"

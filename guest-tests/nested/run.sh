@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The nested suite: a real Linux guest under KVM, one level down.
+#
+#   host --TCG--> L1: our QEMU, -accel tcg -cpu "EPYC-v3,pmu=on,+svm" -m 3072,
+#                     the stock Debian kernel, kvm-amd  (PMU: vpmu under TCG)
+#        --KVM--> L2: the same QEMU inside L1, -accel kvm -cpu host,pmu=on
+#                     (L1 KVM's emulated vPMU) or -accel kvm,vpmu=on (vpmu's
+#                     KVM front end), the guest image of guest-tests/linux
+#
+# L1's /init (init-l1) runs each L2 configuration, re-emits L2's TAP with the
+# configuration in front of each description, and compares the exact counts
+# across configurations.  This script builds (or reuses, by mtime) the guest
+# image and the L1 image, boots L1 under a timeout, prints L1's TAP and a
+# check of its own, and the plan.  The host needs no KVM.
+#
+#   guest-tests/nested/run.sh    exit 0 all passed, 1 a failure, 77 skipped
+#                                ("SKIP <reason>": no QEMU, no SVM in L1,
+#                                kvm-amd did not load)
+# Environment:
+#   QEMU      default build/qemu/qemu-system-x86_64 (make qemu); the same
+#             binary runs L1 and, copied into L1's image, L2
+#   RUNS      L1's nested.runs= (default
+#             "emulated:stat-exact,record-kvm;vpmu:stat-exact,record-kvm")
+#   TIMEOUT   L1's wall-clock limit in seconds (default 600)
+#   L2TIMEOUT each L2's limit inside L1 (default 240)
+#   NESTED    the L1 image and logs (default build/nested)
+#   IMAGE     the L2 guest image (default build/guest)
+#   VERBOSE=1 streams L1's serial output to stderr
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
+OUT=${NESTED:-$ROOT/build/nested}
+IMAGE=${IMAGE:-$ROOT/build/guest}
+RUNS=${RUNS:-emulated:stat-exact,record-kvm;vpmu:stat-exact,record-kvm}
+LIMIT=${TIMEOUT:-600}
+L2LIMIT=${L2TIMEOUT:-240}
+LOG=$OUT/l1.log
+
+skip() {
+    echo "SKIP $*"
+    exit 77
+}
+# newer TARGET FILE...: TARGET is missing or some FILE is newer than it.
+stale() {
+    local t=$1 f
+    shift
+    [ -e "$t" ] || return 0
+    for f in "$@"; do
+        [ ! "$f" -nt "$t" ] || return 0
+    done
+    return 1
+}
+
+[ -x "$QEMU" ] || skip "no QEMU at $QEMU (make qemu)"
+QEMU=$(cd "$(dirname "$QEMU")" && pwd)/$(basename "$QEMU")
+mkdir -p "$OUT"
+
+# --- images ----------------------------------------------------------------------
+n=0
+fail=0
+t() {   # t COND NAME: one TAP line of run.sh's own
+    n=$((n + 1))
+    if [ "$1" = 1 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        fail=$((fail + 1))
+    fi
+}
+build_fail() {   # build_fail WHAT LOG
+    sed 's/^/# /' "$2" | tail -n 20
+    t 0 "$1 (log: $2)"
+    echo "1..$n"
+    exit 1
+}
+linux=$ROOT/guest-tests/linux
+if stale "$IMAGE/initramfs.cpio.gz" "$linux/build-image.sh" "$linux/init" \
+        "$linux/tap-lib.sh" "$linux"/tests/*.sh "$linux"/workloads/*; then
+    echo "# building the guest image: guest-tests/linux/build-image.sh $IMAGE"
+    "$linux/build-image.sh" "$IMAGE" >"$OUT/build-image.log" 2>&1 ||
+        build_fail "build the guest image" "$OUT/build-image.log"
+fi
+if stale "$OUT/initramfs.cpio.gz" "$QEMU" "$HERE/build-l1.sh" "$HERE/init-l1" \
+        "$IMAGE/initramfs.cpio.gz" "$IMAGE/vmlinuz"; then
+    echo "# building the L1 image: guest-tests/nested/build-l1.sh $OUT"
+    s=$(date +%s)
+    QEMU=$QEMU L2IMAGE=$IMAGE "$HERE/build-l1.sh" "$OUT" >"$OUT/build-l1.log" 2>&1 ||
+        build_fail "build the L1 image" "$OUT/build-l1.log"
+    echo "# L1 image built in $(($(date +%s) - s)) s"
+fi
+kernel=$OUT/vmlinux
+[ -f "$kernel" ] || kernel=$OUT/vmlinuz
+
+# --- L1 ----------------------------------------------------------------------------
+append="console=ttyS0 panic=-1 quiet nmi_watchdog=0"
+append+=" nested.runs=$RUNS nested.timeout=$L2LIMIT"
+cmd=("$QEMU" -L /usr/share/qemu -L /usr/share/seabios
+     -accel tcg -cpu "EPYC-v3,pmu=on,+svm" -m 3072
+     -nographic -no-reboot -net none
+     -kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" -append "$append")
+echo "# L1: ${cmd[*]}"
+s=$(date +%s)
+if [ "${VERBOSE:-0}" = 1 ]; then
+    timeout -k 10 "$LIMIT" "${cmd[@]}" </dev/null 2>&1 | tee "$LOG" >&2
+    rc=${PIPESTATUS[0]}
+else
+    timeout -k 10 "$LIMIT" "${cmd[@]}" </dev/null >"$LOG" 2>&1
+    rc=$?
+fi
+secs=$(($(date +%s) - s))
+tr -d '\r' <"$LOG" >"$OUT/l1.out"
+
+status=$(sed -n 's/.*VPMU-L1-EXIT \([0-9][0-9]*\).*/\1/p' "$OUT/l1.out" | tail -n1)
+if [ "$status" = 77 ]; then
+    grep -E '^# ' "$OUT/l1.out"
+    skip "$(sed -n 's/^SKIP //p' "$OUT/l1.out" | head -n1)"
+fi
+# L1's TAP and diagnostics, as they are (L1 numbers them; L2's lines are
+# there renumbered, and L2's other output as "# CFG| ...").
+grep -E '^(# |(not )?ok [0-9]+)' "$OUT/l1.out"
+n=$(grep -cE '^(not )?ok [0-9]+' "$OUT/l1.out")
+fail=$(grep -E '^not ok [0-9]+' "$OUT/l1.out" | grep -cvE '# *(SKIP|TODO)')
+plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$OUT/l1.out" | tail -n1)
+
+if [ -n "$status" ]; then
+    t "$([ "$status" = 0 ] && [ "$plan" = "$n" ] && echo 1)" \
+        "L1 ran every configuration (VPMU-L1-EXIT $status, plan 1..${plan:-?} for $n lines, $secs s)"
+elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    tail -n 20 "$OUT/l1.out" | sed 's/^/# L1| /'
+    t 0 "L1 ran every configuration (timed out after $LIMIT s; log: $LOG)"
+else
+    tail -n 20 "$OUT/l1.out" | sed 's/^/# L1| /'
+    t 0 "L1 ran every configuration (no VPMU-L1-EXIT, QEMU status $rc, $secs s; log: $LOG)"
+fi
+echo "# L1: $secs s (log: $LOG)"
+echo "1..$n"
+[ "$fail" = 0 ]
