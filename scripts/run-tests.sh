@@ -390,7 +390,7 @@ do_guest_run() {
         guest_suite baremetal guest-tests/baremetal/run.sh \
             -O "$ROOT/build/baremetal" -q "$qemu"
         for t in guest-tests/linux/run-all.sh guest-tests/migration/*.sh \
-                 guest-tests/kvm/run.sh; do
+                 guest-tests/kvm/run.sh guest-tests/nested/run.sh; do
             if [ -x "$t" ]; then
                 guest_suite "$(basename "$(dirname "$t")")-$(basename "$t" .sh)" \
                     env QEMU="$qemu" "$t"
