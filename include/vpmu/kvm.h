@@ -18,12 +18,14 @@
  *
  * RDPMC never exits under KVM: KVM answers it from its in-kernel PMCs.
  * vpmu keeps those sized like the guest's PMU and writes the current
- * counter values into them with KVM_SET_MSRS when counters stop, when the
- * guest reads the overflow status and before a PMI is injected, so guest
- * RDPMC returns what hardware would on the paths Linux uses.  On a host
- * whose KVM has no vPMU, the new() logs that once: guest RDPMC takes #GP
- * there.  KVM's own vPMU is given a deny-all event filter, so it never
- * programs host counters itself.
+ * counter values into them with KVM_SET_MSRS (a "mirror") when counters
+ * start or stop, when the guest writes a counter or reads the overflow
+ * status, and before a PMI is injected.  By default (VPMU_KVM_RDPMC_LIVE)
+ * KVM's selectors get the guest's events too, without INT, so KVM's PMCs
+ * count between mirrors and a user-space RDPMC (perf's mmap reads) sees a
+ * running counter; VPMU_KVM_RDPMC_SNAPSHOT keeps KVM's PMCs still, with a
+ * deny-all KVM event filter, at half the host counters.  On a host whose
+ * KVM has no vPMU, new() logs that once: guest RDPMC takes #GP there.
  *
  * PMI: when a counter overflows with INT set, the LVTPC entry is read
  * (KVM_GET_LAPIC): masked -> nothing; NMI delivery mode -> KVM_NMI;
@@ -56,6 +58,12 @@ struct kvm_msr_filter;
 
 typedef struct VpmuKvm VpmuKvm;
 
+/* How KVM's own PMCs serve guest RDPMC (kvm.h above, docs/kvm.md). */
+typedef enum VpmuKvmRdpmc {
+    VPMU_KVM_RDPMC_LIVE = 0,        /* KVM's PMCs count the guest's events */
+    VPMU_KVM_RDPMC_SNAPSHOT = 1,    /* values at mirror points only */
+} VpmuKvmRdpmc;
+
 typedef struct VpmuKvmOpts {
     int vm_fd;
     int vcpu_fd;
@@ -73,6 +81,12 @@ typedef struct VpmuKvmOpts {
      * 1 = yes, -1 = no (the VMM knows better, e.g. it disabled it).
      */
     int kvm_pmu;
+    VpmuKvmRdpmc rdpmc;
+    /*
+     * May be NULL: the system's ioctl().  Every KVM ioctl of the front end
+     * goes through it (tests record KVM_SET_MSRS with it); gets opaque.
+     */
+    int (*ioctl)(void *opaque, int fd, unsigned long req, void *arg);
 } VpmuKvmOpts;
 
 typedef struct VpmuKvmStats {
@@ -80,6 +94,7 @@ typedef struct VpmuKvmStats {
     uint64_t gp_injected;           /* exits answered with #GP */
     uint64_t mirrors;               /* KVM_SET_MSRS of counter values */
     uint64_t mirror_errors;
+    uint64_t live_ctl_writes;       /* KVM selectors written (live RDPMC) */
     uint64_t pmi_nmi, pmi_fixed;    /* PMIs injected */
     uint64_t pmi_masked;            /* PMIs dropped: LVTPC masked */
     uint64_t inject_errors;
@@ -148,6 +163,15 @@ VPMU_API int vpmu_kvm_service(VpmuKvm *k);
  * Return: 0; -ENODEV if KVM has no vPMU; -errno of KVM_SET_MSRS.
  */
 VPMU_API int vpmu_kvm_mirror(VpmuKvm *k);
+
+/**
+ * vpmu_kvm_state_changed() - the PMU's state changed outside an exit
+ * (vpmu_pmu_load() after migration, vpmu_pmu_reset(), a KVM vCPU reset):
+ * the next vpmu_kvm_service() writes it all into KVM again, on the vCPU
+ * thread, where KVM's live counters must be created.  Any thread, while
+ * the vCPU does not run.
+ */
+VPMU_API void vpmu_kvm_state_changed(VpmuKvm *k);
 
 /** vpmu_kvm_stats() - copy the statistics into @out. */
 VPMU_API void vpmu_kvm_stats(const VpmuKvm *k, VpmuKvmStats *out);

@@ -290,8 +290,8 @@ END_TEST
 
 /*
  * kvm_pmu = 1 on /dev/null fds: every mirror is a failing KVM_SET_MSRS
- * (ENOTTY), counted and logged once; stopping a counter (EN 1 -> 0)
- * mirrors, re-enabling does not.  A PMI whose KVM_GET_LAPIC fails is an
+ * (ENOTTY), counted and logged once; in snapshot mode, stopping a counter
+ * (EN 1 -> 0) mirrors, re-enabling does not.  A PMI whose KVM_GET_LAPIC fails is an
  * inject error returned to the VMM; nothing is lost from the PMU.
  */
 START_TEST(mirror_and_pmi_errors)
@@ -301,6 +301,7 @@ START_TEST(mirror_and_pmi_errors)
     unsigned logs;
 
     fx.opts.kvm_pmu = 1;
+    fx.opts.rdpmc = VPMU_KVM_RDPMC_SNAPSHOT;    /* live: test-kvm-mirror */
     ck_assert_int_eq(vpmu_kvm_new(&fx.opts, &fx.k, err, sizeof(err)), 0);
     logs = fx.logs;
     ck_assert_int_eq(exit_msr(KVM_EXIT_X86_WRMSR, 0x186, 0x52003C), 0);

@@ -14,32 +14,7 @@
 
 #include <linux/kvm.h>
 
-#include <vpmu/kvm.h>
-
-/* KVM's counter MSRs, written by mirroring (SDM Vol. 4 Table 2-2;
- * APM Vol. 2 13.2.1 and 13.2.2). */
-#define MSR_INTEL_PMC0          0x0C1u      /* IA32_PMC0 */
-#define MSR_INTEL_FIXED_CTR0    0x309u      /* IA32_FIXED_CTR0 */
-#define MSR_AMD_K7_PERFCTR0     0xC0010004u /* PerfCtr0 (legacy) */
-#define MSR_AMD_F15H_PERF_CTR0  0xC0010201u /* PerfCtr0, CTL/CTR interleaved */
-
-/* Control MSRs whose enable bits stop counters when cleared. */
-#define MSR_INTEL_PERFEVTSEL0   0x186u      /* IA32_PERFEVTSEL0-7 */
-#define MSR_INTEL_FIXED_CTR_CTRL 0x38Du
-#define MSR_INTEL_GLOBAL_STATUS 0x38Eu
-#define MSR_INTEL_GLOBAL_CTRL   0x38Fu
-#define MSR_INTEL_A_PMC0        0x4C1u      /* IA32_A_PMC0-7 (full width) */
-#define MSR_AMD_K7_EVNTSEL0     0xC0010000u
-#define MSR_AMD_F15H_PERF_CTL0  0xC0010200u
-#define MSR_AMD_GLOBAL_STATUS   0xC0000300u /* PerfCntrGlobalStatus */
-#define MSR_AMD_GLOBAL_CTL      0xC0000301u /* PerfCntrGlobalCtl */
-
-/* IA32_PERFEVTSELx.EN[22] (SDM Fig. 20-1); AMD PerfEvtSeln.En[22]. */
-#define EVTSEL_EN               (1ull << 22)
-/* IA32_FIXED_CTR_CTRL: EN[1:0] of each 4-bit field (SDM Fig. 20-2). */
-#define FIXED_CTRL_EN_ALL       0x3333ull
-/* A global control: every bit enables a counter. */
-#define GLOBAL_CTRL_ALL         (~0ull)
+#include "kvm-priv.h"
 
 /* Local APIC LVT Performance Monitor register (SDM Vol. 3A 11.5.1). */
 #define APIC_LVTPC_OFFSET       0x340
@@ -66,23 +41,10 @@
 #define CPUID_80000022_EAX_PERFMON_V2   (1u << 0)
 #define PROBE_CPUID_ENTRIES     256
 
-/* Longest GP + fixed counter set: Intel 8 GP + 4 fixed. */
-#define MAX_MIRROR (VPMU_INTEL_MAX_GP + VPMU_INTEL_V5_MAX_FIXED)
-
 static bool probe_kvm_pmu(int vm_fd);
-static int send_msi(int vm_fd, uint32_t apic_id, uint32_t vector);
+static int send_msi(VpmuKvm *k, uint32_t vector);
 
-struct VpmuKvm {
-    VpmuKvmOpts opts;
-    VpmuConfig cfg;
-    VpmuPmu *pmu;
-    VpmuKvmStats stats;
-    bool pmi_pending;
-    bool logged_mirror;
-    bool logged_inject;
-};
-
-static void kvm_log(VpmuKvm *k, const char *fmt, ...)
+void vpmu_kvm__log(VpmuKvm *k, const char *fmt, ...)
 {
     char msg[256];
     va_list ap;
@@ -94,6 +56,14 @@ static void kvm_log(VpmuKvm *k, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     k->opts.log(k->opts.opaque, msg);
+}
+
+int vpmu_kvm__ioctl(const VpmuKvm *k, int fd, unsigned long req, void *arg)
+{
+    if (k->opts.ioctl) {
+        return k->opts.ioctl(k->opts.opaque, fd, req, arg);
+    }
+    return ioctl(fd, req, arg);
 }
 
 /* opts.pmi of the core: runs inside a vpmu call, so only record it. */
@@ -108,7 +78,7 @@ static void kvm_core_log(void *opaque, const char *msg)
 {
     VpmuKvm *k = opaque;
 
-    kvm_log(k, "%s", msg);
+    vpmu_kvm__log(k, "%s", msg);
 }
 
 static int check_opts(const VpmuKvmOpts *opts, char *err, size_t errlen)
@@ -145,12 +115,13 @@ static void install_deny_all(VpmuKvm *k)
 {
     struct kvm_pmu_event_filter deny = { .action = KVM_PMU_EVENT_ALLOW };
 
-    if (ioctl(k->opts.vm_fd, KVM_CHECK_EXTENSION,
-              KVM_CAP_PMU_EVENT_FILTER) <= 0) {
+    if (vpmu_kvm__ioctl(k, k->opts.vm_fd, KVM_CHECK_EXTENSION,
+                        (void *)(long)KVM_CAP_PMU_EVENT_FILTER) <= 0) {
         return;
     }
-    if (ioctl(k->opts.vm_fd, KVM_SET_PMU_EVENT_FILTER, &deny) < 0) {
-        kvm_log(k, "vpmu/kvm: KVM_SET_PMU_EVENT_FILTER (deny all): %s",
+    if (vpmu_kvm__ioctl(k, k->opts.vm_fd, KVM_SET_PMU_EVENT_FILTER,
+                        &deny) < 0) {
+        vpmu_kvm__log(k, "vpmu/kvm: KVM_SET_PMU_EVENT_FILTER (deny all): %s",
                 strerror(errno));
     }
 }
@@ -190,10 +161,12 @@ int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
         goto err;
     }
     k->opts.filter = NULL;      /* the PMU keeps its own copy */
-    install_deny_all(k);
+    if (opts->rdpmc == VPMU_KVM_RDPMC_SNAPSHOT) {
+        install_deny_all(k);
+    }
     k->stats.kvm_pmu = opts->kvm_pmu ? opts->kvm_pmu > 0 : probe_kvm_pmu(opts->vm_fd);
     if (!k->stats.kvm_pmu) {
-        kvm_log(k, "KVM has no vPMU: guest RDPMC takes #GP");
+        vpmu_kvm__log(k, "KVM has no vPMU: guest RDPMC takes #GP");
     }
     *out = k;
     return 0;
@@ -331,85 +304,21 @@ static bool msr_is_status(const VpmuConfig *cfg, uint32_t msr)
 }
 
 /* KVM_SIGNAL_MSI returns how many vCPUs took it: 0 = not delivered. */
-static int send_msi(int vm_fd, uint32_t apic_id, uint32_t vector)
+static int send_msi(VpmuKvm *k, uint32_t vector)
 {
+    uint32_t apic_id = k->opts.apic_id;
     struct kvm_msi msi = {
         .address_lo = MSI_ADDR_BASE |
                       (apic_id & MSI_ADDR_DEST_MASK) << MSI_ADDR_DEST_SHIFT,
         .address_hi = apic_id & MSI_ADDR_HI_DEST_MASK,
         .data = vector,
     };
-    int ret = ioctl(vm_fd, KVM_SIGNAL_MSI, &msi);
+    int ret = vpmu_kvm__ioctl(k, k->opts.vm_fd, KVM_SIGNAL_MSI, &msi);
 
     if (ret < 0) {
         return -errno;
     }
     return ret == 0 ? -EHOSTUNREACH : 0;
-}
-
-/* KVM's PMC MSR for counter @id of @cfg (kvm.h: what is mirrored). */
-static uint32_t mirror_msr(const VpmuConfig *cfg, uint32_t id)
-{
-    uint32_t idx = id & ~VPMU_COUNTER_FIXED;
-
-    if (cfg->vendor == VPMU_VENDOR_INTEL) {
-        return (id & VPMU_COUNTER_FIXED) ? MSR_INTEL_FIXED_CTR0 + idx
-                                         : MSR_INTEL_PMC0 + idx;
-    }
-    if (cfg->amd_level == VPMU_AMD_K7) {
-        return MSR_AMD_K7_PERFCTR0 + idx;
-    }
-    return MSR_AMD_F15H_PERF_CTR0 + 2 * idx;
-}
-
-int vpmu_kvm_mirror(VpmuKvm *k)
-{
-    struct {
-        struct kvm_msrs hdr;
-        struct kvm_msr_entry e[MAX_MIRROR];
-    } buf;
-    uint32_t n = 0;
-    int ret;
-
-    if (!k->stats.kvm_pmu) {
-        return -ENODEV;
-    }
-    memset(&buf, 0, sizeof(buf));
-    for (unsigned i = 0; i < k->cfg.nr_gp + k->cfg.nr_fixed; i++) {
-        uint32_t id = i < k->cfg.nr_gp ? VPMU_COUNTER_GP(i)
-                                       : VPMU_COUNTER_FIXED_ID(i - k->cfg.nr_gp);
-        VpmuCounterInfo info;
-
-        if (vpmu_pmu_counter_info(k->pmu, id, &info) < 0) {
-            continue;
-        }
-        buf.e[n].index = mirror_msr(&k->cfg, id);
-        buf.e[n].data = info.value;
-        n++;
-    }
-    buf.hdr.nmsrs = n;
-    ret = ioctl(k->opts.vcpu_fd, KVM_SET_MSRS, &buf);
-    if (ret == (int)n) {
-        k->stats.mirrors++;
-        return 0;
-    }
-    /* KVM_SET_MSRS returns how many it wrote; stopping early is an error. */
-    ret = ret < 0 ? -errno : -EIO;
-    k->stats.mirror_errors++;
-    if (!k->logged_mirror) {
-        k->logged_mirror = true;
-        kvm_log(k, "vpmu/kvm: mirroring counters into KVM failed: %s "
-                "(guest RDPMC reads stale values)", strerror(-ret));
-    }
-    return ret;
-}
-
-/* Mirror if KVM can serve RDPMC; a failure is counted and logged. */
-static void mirror_if_any(VpmuKvm *k)
-{
-    if (k->stats.kvm_pmu) {
-        (void)vpmu_kvm_mirror(k);
-    }
 }
 
 static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
@@ -428,13 +337,14 @@ static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
     }
     run->msr.data = val;
     run->msr.error = 0;
+    k->served_exit = true;
     /*
      * The guest's host event excluded this RDMSR (it exited); it retires
      * at CPL 0 after reading, so the value read does not include it.
      */
     vpmu_pmu_instruction_retired(k->pmu, 0, false);
     if (msr_is_status(&k->cfg, run->msr.index)) {
-        mirror_if_any(k);
+        vpmu_kvm__mirror_if_any(k);
     }
     return 0;
 }
@@ -461,12 +371,16 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
         return 0;
     }
     run->msr.error = 0;
+    k->served_exit = true;
     /*
      * Counters stopped (an enable bit went 1 -> 0): Linux reads them with
-     * RDPMC next.  A counter write changes what RDPMC must return.
+     * RDPMC next.  A counter write changes what RDPMC must return.  Live,
+     * KVM's PMCs also start and stop with the guest's: any control change.
      */
-    if ((old & enables & ~run->msr.data) || msr_is_counter(&k->cfg, msr)) {
-        mirror_if_any(k);
+    if ((old & enables & ~run->msr.data) || msr_is_counter(&k->cfg, msr) ||
+        (k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE && enables &&
+         old != run->msr.data)) {
+        vpmu_kvm__mirror_if_any(k);
     }
     return 0;
 }
@@ -490,7 +404,7 @@ static void inject_failed(VpmuKvm *k, int err, const char *what)
     k->stats.inject_errors++;
     if (!k->logged_inject) {
         k->logged_inject = true;
-        kvm_log(k, "vpmu/kvm: PMI not delivered: %s: %s", what, strerror(-err));
+        vpmu_kvm__log(k, "vpmu/kvm: PMI not delivered: %s: %s", what, strerror(-err));
     }
 }
 
@@ -502,7 +416,7 @@ static int deliver_pmi(VpmuKvm *k)
     uint32_t lvt, vector, mode;
     int ret;
 
-    if (ioctl(k->opts.vcpu_fd, KVM_GET_LAPIC, &lapic) < 0) {
+    if (vpmu_kvm__ioctl(k, k->opts.vcpu_fd, KVM_GET_LAPIC, &lapic) < 0) {
         return -errno;
     }
     memcpy(&lvt, &lapic.regs[APIC_LVTPC_OFFSET], sizeof(lvt));
@@ -513,7 +427,7 @@ static int deliver_pmi(VpmuKvm *k)
         return 0;
     }
     if (mode == APIC_DM_NMI) {
-        if (ioctl(k->opts.vcpu_fd, KVM_NMI) < 0) {
+        if (vpmu_kvm__ioctl(k, k->opts.vcpu_fd, KVM_NMI, NULL) < 0) {
             return -errno;
         }
         k->stats.pmi_nmi++;
@@ -522,7 +436,7 @@ static int deliver_pmi(VpmuKvm *k)
     if (mode != APIC_DM_FIXED || vector < APIC_FIRST_VALID_VECTOR) {
         return -EOPNOTSUPP;     /* SMI, reserved modes, illegal vector */
     }
-    ret = send_msi(k->opts.vm_fd, k->opts.apic_id, vector);
+    ret = send_msi(k, vector);
     if (ret < 0) {
         return ret;
     }
@@ -530,19 +444,29 @@ static int deliver_pmi(VpmuKvm *k)
     return 0;
 }
 
+void vpmu_kvm_state_changed(VpmuKvm *k)
+{
+    k->mirror_requested = true;
+    k->kvm_ctl_valid = false;
+}
+
 int vpmu_kvm_service(VpmuKvm *k)
 {
-    int ret;
+    int ret = 0;
 
-    if (!k->pmi_pending) {
-        return 0;
-    }
-    k->pmi_pending = false;
     /* The guest's PMI handler reads the counters with RDPMC. */
-    mirror_if_any(k);
-    ret = deliver_pmi(k);
-    if (ret < 0) {
-        inject_failed(k, ret, "LVTPC delivery");
+    if (k->pmi_pending || k->mirror_requested) {
+        k->mirror_requested = false;
+        vpmu_kvm__mirror_if_any(k);
     }
+    if (k->pmi_pending) {
+        k->pmi_pending = false;
+        ret = deliver_pmi(k);
+        if (ret < 0) {
+            inject_failed(k, ret, "LVTPC delivery");
+        }
+    }
+    /* The next KVM_RUN retires the exit: later mirrors count it whole. */
+    k->served_exit = false;
     return ret;
 }

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Live RDPMC mirroring (vpmu/kvm/kvm-mirror.c) against a recording KVM:
+ * opts.ioctl stands in for the kernel and keeps every KVM_SET_MSRS, so
+ * each test asserts the exact MSR list and values KVM is given.  The
+ * recorder behaves like Linux 6.1's AMD vPMU where it matters: it has no
+ * PerfCntrGlobalCtl (a write of 0xC0000301 stops KVM_SET_MSRS there).
+ */
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include <linux/kvm.h>
+
+#include <vpmu/kvm.h>
+
+#define CTL(i)      (0xC0010200u + 2u * (i))    /* PERF_CTLi */
+#define CTR(i)      (0xC0010201u + 2u * (i))    /* PERF_CTRi */
+#define G_CTL       0xC0000301u                 /* PerfCntrGlobalCtl */
+#define G_STATUS    0xC0000300u
+/* PERF_CTL: instructions (C0h), USR 16, OS 17, INT 20, EN 22. */
+#define INSNS_ALL_INT   0x5300C0ull
+#define INSNS_ALL       0x4300C0ull
+#define INSNS_USR       0x4100C0ull
+
+#define MAX_CALLS 8
+#define MAX_ENT 32
+
+typedef struct Call {
+    uint32_t n;
+    struct kvm_msr_entry e[MAX_ENT];
+} Call;
+
+typedef struct Rec {
+    struct kvm_run run;
+    VpmuFakeSource *fake;
+    VpmuConfig cfg;
+    VpmuKvmOpts opts;
+    VpmuKvm *k;
+    bool has_global;            /* KVM knows PerfCntrGlobalCtl */
+    Call calls[MAX_CALLS];      /* the accepted KVM_SET_MSRS, in order */
+    unsigned ncalls, refused, filters;
+} Rec;
+
+static Rec rec;
+
+static int rec_ioctl(void *opaque, int fd, unsigned long req, void *arg)
+{
+    Rec *r = opaque;
+    struct kvm_msrs *m = arg;
+    Call *c;
+
+    (void)fd;
+    if (req == KVM_CHECK_EXTENSION) {
+        return 1;
+    }
+    if (req == KVM_SET_PMU_EVENT_FILTER) {
+        r->filters++;
+        return 0;
+    }
+    ck_assert_msg(req == KVM_SET_MSRS, "unexpected ioctl 0x%lx", req);
+    for (uint32_t i = 0; i < m->nmsrs; i++) {
+        if (m->entries[i].index == G_CTL && !r->has_global) {
+            r->refused++;
+            return (int)i;  /* KVM_SET_MSRS stops at the unknown MSR */
+        }
+    }
+    ck_assert_uint_lt(r->ncalls, MAX_CALLS);
+    ck_assert_uint_le(m->nmsrs, MAX_ENT);
+    c = &r->calls[r->ncalls++];
+    c->n = m->nmsrs;
+    memcpy(c->e, m->entries, m->nmsrs * sizeof(m->entries[0]));
+    return (int)m->nmsrs;
+}
+
+static void setup_mode(VpmuKvmRdpmc mode, bool has_global)
+{
+    char err[128];
+
+    memset(&rec, 0, sizeof(rec));
+    rec.has_global = has_global;
+    ck_assert_int_eq(vpmu_fake_source_new(&rec.fake), 0);
+    vpmu_config_init(&rec.cfg, VPMU_VENDOR_AMD);     /* PerfMonV2, 6 */
+    rec.opts = (VpmuKvmOpts){ .vm_fd = 100, .vcpu_fd = 101, .run = &rec.run,
+                              .cfg = &rec.cfg,
+                              .source_ops = vpmu_fake_source_ops(),
+                              .source = rec.fake, .opaque = &rec,
+                              .kvm_pmu = 1, .rdpmc = mode,
+                              .ioctl = rec_ioctl };
+    ck_assert_int_eq(vpmu_kvm_new(&rec.opts, &rec.k, err, sizeof(err)), 0);
+}
+
+static void teardown(void)
+{
+    vpmu_kvm_free(rec.k);
+    vpmu_fake_source_free(rec.fake);
+}
+
+static void exit_msr(uint32_t reason, uint32_t msr, uint64_t data)
+{
+    rec.run.exit_reason = reason;
+    rec.run.msr.index = msr;
+    rec.run.msr.data = data;
+    ck_assert_int_eq(vpmu_kvm_handle_msr_exit(rec.k), 0);
+    ck_assert_uint_eq(rec.run.msr.error, 0);
+    ck_assert_int_eq(vpmu_kvm_service(rec.k), 0);
+}
+
+/* Call @c is exactly {msr, value} pairs @want[0..n). */
+static void expect_call(unsigned c, const uint64_t (*want)[2], unsigned n)
+{
+    ck_assert_uint_lt(c, rec.ncalls);
+    ck_assert_uint_eq(rec.calls[c].n, n);
+    for (unsigned i = 0; i < n; i++) {
+        ck_assert_msg(rec.calls[c].e[i].index == want[i][0] &&
+                      rec.calls[c].e[i].data == want[i][1],
+                      "call %u entry %u: {0x%x, 0x%" PRIx64 "}, want "
+                      "{0x%" PRIx64 ", 0x%" PRIx64 "}", c, i,
+                      rec.calls[c].e[i].index,
+                      (uint64_t)rec.calls[c].e[i].data, want[i][0],
+                      want[i][1]);
+    }
+}
+
+/*
+ * Enabling counter 0 (instructions, USR+OS, INT) programs KVM: the first
+ * mirror writes every selector, INT cleared, and every value.  The
+ * enabling WRMSR is counted by vpmu (PERF_CTR0 reads 1) and will be
+ * counted again by KVM when it retires, so KVM gets 0.  The global
+ * control is tried once, refused, and never again.
+ */
+START_TEST(live_first_enable)
+{
+    static const uint64_t want[][2] = {
+        { CTL(0), INSNS_ALL }, { CTL(1), 0 }, { CTL(2), 0 },
+        { CTL(3), 0 }, { CTL(4), 0 }, { CTL(5), 0 },
+        { CTR(0), 0 }, { CTR(1), 0 }, { CTR(2), 0 },
+        { CTR(3), 0 }, { CTR(4), 0 }, { CTR(5), 0 },
+    };
+    VpmuKvmStats st;
+
+    setup_mode(VPMU_KVM_RDPMC_LIVE, false);
+    ck_assert_uint_eq(rec.filters, 0);      /* no deny-all when live */
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL_INT);
+    ck_assert_uint_eq(rec.refused, 1);
+    expect_call(0, want, 12);
+    exit_msr(KVM_EXIT_X86_RDMSR, CTR(0), 0);
+    ck_assert_uint_eq(rec.run.msr.data, 1);
+    vpmu_kvm_stats(rec.k, &st);
+    ck_assert_uint_eq(st.mirrors, 1);
+    ck_assert_uint_eq(st.mirror_errors, 0);
+    ck_assert_uint_eq(st.live_ctl_writes, 6);
+}
+END_TEST
+
+/*
+ * Later mirrors write only the selectors that changed.  After 10 user
+ * instructions and the RDMSR (+1), counter 0 holds 12; enabling counter 1
+ * (USR only) is counted on counter 0 (13), which KVM will count again:
+ * KVM gets 12 for it.  Counter 1 does not count CPL 0: 0 exactly.
+ * Rewriting the same selector value changes nothing in KVM.
+ */
+START_TEST(live_changed_selectors)
+{
+    static const uint64_t want[][2] = {
+        { CTL(1), INSNS_USR },
+        { CTR(0), 12 }, { CTR(1), 0 }, { CTR(2), 0 },
+        { CTR(3), 0 }, { CTR(4), 0 }, { CTR(5), 0 },
+    };
+
+    setup_mode(VPMU_KVM_RDPMC_LIVE, false);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL_INT);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 10);
+    exit_msr(KVM_EXIT_X86_RDMSR, CTR(0), 0);
+    ck_assert_uint_eq(rec.run.msr.data, 11);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(1), INSNS_USR);
+    ck_assert_uint_eq(rec.ncalls, 2);
+    expect_call(1, want, 7);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(1), INSNS_USR);
+    ck_assert_uint_eq(rec.ncalls, 2);
+    ck_assert_uint_eq(rec.refused, 1);
+}
+END_TEST
+
+/*
+ * vpmu_kvm_state_changed() (migration, reset): the next service rewrites
+ * every selector and value, outside any exit, so nothing is taken off.
+ */
+START_TEST(live_state_changed)
+{
+    static const uint64_t want[][2] = {
+        { CTL(0), INSNS_ALL }, { CTL(1), 0 }, { CTL(2), 0 },
+        { CTL(3), 0 }, { CTL(4), 0 }, { CTL(5), 0 },
+        { CTR(0), 6 }, { CTR(1), 0 }, { CTR(2), 0 },
+        { CTR(3), 0 }, { CTR(4), 0 }, { CTR(5), 0 },
+    };
+    VpmuKvmStats st;
+
+    setup_mode(VPMU_KVM_RDPMC_LIVE, false);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL_INT);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 5);
+    ck_assert_int_eq(vpmu_kvm_service(rec.k), 0);
+    ck_assert_uint_eq(rec.ncalls, 1);
+    vpmu_kvm_state_changed(rec.k);
+    rec.run.exit_reason = KVM_EXIT_IO;
+    ck_assert_int_eq(vpmu_kvm_service(rec.k), 0);
+    expect_call(1, want, 12);
+    ck_assert_uint_eq(rec.refused, 1);
+    vpmu_kvm_stats(rec.k, &st);
+    ck_assert_uint_eq(st.live_ctl_writes, 12);
+}
+END_TEST
+
+/* A KVM with PerfCntrGlobalCtl gets all counters enabled there, once. */
+START_TEST(live_global)
+{
+    setup_mode(VPMU_KVM_RDPMC_LIVE, true);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL_INT);
+    ck_assert_uint_eq(rec.calls[0].n, 13);
+    ck_assert_uint_eq(rec.calls[0].e[0].index, G_CTL);
+    ck_assert_uint_eq(rec.calls[0].e[0].data, 0x3F);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), 0);
+    ck_assert_uint_eq(rec.calls[1].n, 7);
+    ck_assert_uint_eq(rec.calls[1].e[0].index, CTL(0));
+    ck_assert_uint_eq(rec.calls[1].e[0].data, 0);
+}
+END_TEST
+
+/*
+ * Snapshot mode: the deny-all filter, values only, nothing on enabling,
+ * and no correction for the exit (KVM's PMCs do not count).
+ */
+START_TEST(snapshot_values_only)
+{
+    setup_mode(VPMU_KVM_RDPMC_SNAPSHOT, false);
+    ck_assert_uint_eq(rec.filters, 1);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL_INT);
+    ck_assert_uint_eq(rec.ncalls, 0);
+    exit_msr(KVM_EXIT_X86_RDMSR, G_STATUS, 0);
+    /* The enabling WRMSR and the status RDMSR: 2; KVM gets it whole. */
+    ck_assert_uint_eq(rec.calls[0].n, 6);
+    ck_assert_uint_eq(rec.calls[0].e[0].data, 2);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), 0);      /* EN 1 -> 0 */
+    ck_assert_uint_eq(rec.ncalls, 2);
+    ck_assert_uint_eq(rec.calls[1].e[0].index, CTR(0));
+    ck_assert_uint_eq(rec.calls[1].e[0].data, 2);
+    ck_assert_uint_eq(rec.refused, 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("kvm-mirror");
+    TCase *tc = tcase_create("mirror");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_test(tc, live_first_enable);
+    tcase_add_test(tc, live_changed_selectors);
+    tcase_add_test(tc, live_state_changed);
+    tcase_add_test(tc, live_global);
+    tcase_add_test(tc, snapshot_values_only);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

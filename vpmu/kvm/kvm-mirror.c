@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Guest RDPMC under KVM: KVM answers it in-kernel from its own PMCs
+ * (kvm_emulate_rdpmc(); there is no userspace exit for it), so vpmu writes
+ * its counter values into them with one KVM_SET_MSRS, a "mirror".
+ *
+ * Live (VPMU_KVM_RDPMC_LIVE): the same KVM_SET_MSRS first programs KVM's
+ * selectors with the guest's events, without INT, for the counters vpmu
+ * counts, so KVM's PMCs count on between mirrors and a user-space RDPMC
+ * sees a running counter.  perf's mmap self-reads compute offset + RDPMC
+ * right after the enabling WRMSRs; with values frozen at the last mirror
+ * that sum is exactly 0 ("perf test" 4.3 fails).  Every mirror rebases
+ * KVM's PMCs on vpmu's values, so the two differ at most by what happened
+ * since the last one (docs/kvm.md).
+ *
+ * Snapshot (VPMU_KVM_RDPMC_SNAPSHOT): only the values; KVM's selectors stay
+ * 0 and a deny-all KVM event filter keeps KVM from programming counters.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <linux/kvm.h>
+
+#include "kvm-priv.h"
+
+typedef struct MirrorBuf {
+    struct kvm_msrs hdr;
+    /* selectors, FIXED_CTR_CTRL, the global control, then the values */
+    struct kvm_msr_entry e[2 * MAX_MIRROR + 2];
+} MirrorBuf;
+
+static void add(MirrorBuf *b, uint32_t msr, uint64_t val)
+{
+    b->e[b->hdr.nmsrs].index = msr;
+    b->e[b->hdr.nmsrs].data = val;
+    b->hdr.nmsrs++;
+}
+
+static unsigned nr_counters(const VpmuKvm *k)
+{
+    return k->cfg.nr_gp + k->cfg.nr_fixed;
+}
+
+static uint32_t counter_id(const VpmuKvm *k, unsigned i)
+{
+    return i < k->cfg.nr_gp ? VPMU_COUNTER_GP(i)
+                            : VPMU_COUNTER_FIXED_ID(i - k->cfg.nr_gp);
+}
+
+/* KVM's PMC MSR for counter @id of @cfg (kvm.h: what is mirrored). */
+static uint32_t value_msr(const VpmuConfig *cfg, uint32_t id)
+{
+    uint32_t idx = id & ~VPMU_COUNTER_FIXED;
+
+    if (cfg->vendor == VPMU_VENDOR_INTEL) {
+        return (id & VPMU_COUNTER_FIXED) ? MSR_INTEL_FIXED_CTR0 + idx
+                                         : MSR_INTEL_PMC0 + idx;
+    }
+    if (cfg->amd_level == VPMU_AMD_K7) {
+        return MSR_AMD_K7_PERFCTR0 + idx;
+    }
+    return MSR_AMD_F15H_PERF_CTR0 + 2 * idx;
+}
+
+/* KVM's selector of GP counter @idx. */
+static uint32_t select_msr(const VpmuConfig *cfg, unsigned idx)
+{
+    if (cfg->vendor == VPMU_VENDOR_INTEL) {
+        return MSR_INTEL_PERFEVTSEL0 + idx;
+    }
+    if (cfg->amd_level == VPMU_AMD_K7) {
+        return MSR_AMD_K7_EVNTSEL0 + idx;
+    }
+    return MSR_AMD_F15H_PERF_CTL0 + 2 * idx;
+}
+
+/*
+ * What KVM's selector (GP: EVTSEL; fixed: its FIXED_CTR_CTRL field) holds
+ * for a live counter: the guest's event without INT (EVTSEL[20], fixed
+ * PMI[3]), so that KVM never raises a PMI of its own; 0, which stops
+ * KVM's PMC, while vpmu's counter does not count (off, filtered, ...).
+ */
+static uint64_t live_ctl(const VpmuCounterInfo *info)
+{
+    if (info->state != VPMU_COUNTER_COUNTING) {
+        return 0;
+    }
+    if (info->id & VPMU_COUNTER_FIXED) {
+        return info->control & ~FIXED_CTRL_PMI;
+    }
+    return info->control & ~EVTSEL_INT;
+}
+
+/*
+ * Does KVM count the RDMSR/WRMSR vpmu just served when it retires it on
+ * the next KVM_RUN?  kvm_skip_emulated_instruction() counts an emulated
+ * instruction on every enabled PMC of the instructions event whose CPL
+ * filter takes CPL 0 (kvm_pmu_trigger_event()).  vpmu counted it already.
+ */
+static bool kvm_counts_exit(const VpmuKvm *k, const VpmuCounterInfo *info)
+{
+    if (k->opts.rdpmc != VPMU_KVM_RDPMC_LIVE || !k->served_exit ||
+        info->state != VPMU_COUNTER_COUNTING ||
+        info->event != VPMU_EVENT_INSTRUCTIONS) {
+        return false;
+    }
+    if (info->id & VPMU_COUNTER_FIXED) {
+        return info->control & FIXED_CTRL_OS;
+    }
+    return info->control & EVTSEL_OS;
+}
+
+/* The global control that leaves KVM's per-counter enables in charge. */
+static bool global_ctl(const VpmuKvm *k, uint32_t *msr, uint64_t *val)
+{
+    const VpmuConfig *cfg = &k->cfg;
+
+    if (cfg->vendor == VPMU_VENDOR_INTEL && cfg->intel_version >= 2) {
+        *msr = MSR_INTEL_GLOBAL_CTRL;
+        *val = ((1ull << cfg->nr_gp) - 1) |
+               ((1ull << cfg->nr_fixed) - 1) << GLOBAL_CTRL_FIXED_SHIFT;
+        return true;
+    }
+    if (cfg->vendor == VPMU_VENDOR_AMD &&
+        cfg->amd_level == VPMU_AMD_PERFMON_V2) {
+        *msr = MSR_AMD_GLOBAL_CTL;
+        *val = (1ull << cfg->nr_gp) - 1;
+        return true;
+    }
+    return false;
+}
+
+/*
+ * The selector writes of a live mirror, each only if KVM does not hold
+ * that value already; @ctl receives the values.  The global control goes
+ * first, once: a KVM without it (Linux 6.1 on AMD) refuses it as entry 0.
+ */
+static void add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
+                          uint64_t *ctl, MirrorBuf *b)
+{
+    bool all = !k->kvm_ctl_valid, fixed_changed = false;
+    uint64_t fixed_ctrl = 0, gval;
+    uint32_t gmsr;
+
+    if (all && !k->kvm_no_global && global_ctl(k, &gmsr, &gval)) {
+        add(b, gmsr, gval);
+    }
+    for (unsigned i = 0; i < nr_counters(k); i++) {
+        ctl[i] = live_ctl(&info[i]);
+        if (i >= k->cfg.nr_gp) {
+            fixed_ctrl |= ctl[i] << ((i - k->cfg.nr_gp) * FIXED_CTRL_FIELD_BITS);
+            fixed_changed |= all || ctl[i] != k->kvm_ctl[i];
+        } else if (all || ctl[i] != k->kvm_ctl[i]) {
+            add(b, select_msr(&k->cfg, i), ctl[i]);
+        }
+    }
+    if (fixed_changed) {
+        add(b, MSR_INTEL_FIXED_CTR_CTRL, fixed_ctrl);
+    }
+}
+
+/* One KVM_SET_MSRS; 0, -errno, or -EIO when KVM stopped at an entry. */
+static int set_msrs(VpmuKvm *k, MirrorBuf *b, int *done)
+{
+    int ret = vpmu_kvm__ioctl(k, k->opts.vcpu_fd, KVM_SET_MSRS, b);
+
+    if (ret < 0) {
+        return -errno;
+    }
+    *done = ret;
+    return ret == (int)b->hdr.nmsrs ? 0 : -EIO;
+}
+
+static int mirror_fail(VpmuKvm *k, int ret)
+{
+    k->stats.mirror_errors++;
+    if (!k->logged_mirror) {
+        k->logged_mirror = true;
+        vpmu_kvm__log(k, "vpmu/kvm: mirroring counters into KVM failed: %s "
+                      "(guest RDPMC reads stale values)", strerror(-ret));
+    }
+    return ret;
+}
+
+int vpmu_kvm_mirror(VpmuKvm *k)
+{
+    VpmuCounterInfo info[MAX_MIRROR];
+    uint64_t ctl[MAX_MIRROR];
+    bool live = k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE;
+    uint32_t gmsr;
+    uint64_t gval;
+    MirrorBuf b;
+    unsigned nsel;
+    int ret, done = 0;
+
+    if (!k->stats.kvm_pmu) {
+        return -ENODEV;
+    }
+    for (unsigned i = 0; i < nr_counters(k); i++) {
+        (void)vpmu_pmu_counter_info(k->pmu, counter_id(k, i), &info[i]);
+    }
+retry:
+    memset(&b, 0, sizeof(b));
+    if (live) {
+        add_selectors(k, info, ctl, &b);
+    }
+    nsel = b.hdr.nmsrs;
+    for (unsigned i = 0; i < nr_counters(k); i++) {
+        uint64_t mask = i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
+                                         : (1ull << k->cfg.fixed_width) - 1;
+
+        add(&b, value_msr(&k->cfg, info[i].id),
+            (info[i].value - kvm_counts_exit(k, &info[i])) & mask);
+    }
+    ret = set_msrs(k, &b, &done);
+    if (ret == -EIO && done == 0 && live && !k->kvm_ctl_valid &&
+        !k->kvm_no_global && global_ctl(k, &gmsr, &gval)) {
+        k->kvm_no_global = true;    /* this KVM has no such MSR */
+        goto retry;
+    }
+    if (ret < 0) {
+        k->kvm_ctl_valid = false;
+        return mirror_fail(k, ret);
+    }
+    k->stats.mirrors++;
+    if (live) {
+        k->stats.live_ctl_writes += nsel;
+        memcpy(k->kvm_ctl, ctl, sizeof(ctl[0]) * nr_counters(k));
+        k->kvm_ctl_valid = true;
+    }
+    return 0;
+}
+
+/* Mirror if KVM can serve RDPMC; a failure is counted and logged. */
+void vpmu_kvm__mirror_if_any(VpmuKvm *k)
+{
+    if (k->stats.kvm_pmu) {
+        (void)vpmu_kvm_mirror(k);
+    }
+}
