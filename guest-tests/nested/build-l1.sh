@@ -232,6 +232,12 @@ done | sort >"$out/packages.txt"
 { echo "$kpkg $kver (modules: ${have# })"; echo "# and the guest image's:"
   cat "$l2/packages.txt"; } >>"$out/packages.txt"
 
+# Which QEMU the image holds (run.sh prints it): the binary's sha256 and
+# build/qemu/README's patch series line, if there is one.
+{ echo "binary $(sha256sum "$qemu" | cut -c1-16) $(date -u -r "$qemu" '+%F %T')"
+  sed -n 's/^with the series qemu-patches\/ (\(sha256 [0-9a-f]\{16\}\).*/series \1/p' \
+      "$(dirname "$qemu")/README" 2>/dev/null || true; } >"$out/qemu.txt"
+
 rm -f "$out/vmlinux" "$out/vmlinuz"
 if [[ -f $l2/vmlinux ]]; then cp "$l2/vmlinux" "$out/vmlinux"; fi
 cp "$l2/vmlinuz" "$out/vmlinuz"

@@ -20,7 +20,7 @@
 #   QEMU      default build/qemu/qemu-system-x86_64 (make qemu); the same
 #             binary runs L1 and, copied into L1's image, L2
 #   RUNS      L1's nested.runs= (default
-#             "emulated:stat-exact,record-kvm;vpmu:stat-exact,record-kvm")
+#             "emulated:stat-exact,record-kvm,perf-test;vpmu:stat-exact,record-kvm,perf-test")
 #   TIMEOUT   L1's wall-clock limit in seconds (default 600)
 #   L2TIMEOUT each L2's limit inside L1 (default 240)
 #   NESTED    the L1 image and logs (default build/nested)
@@ -33,7 +33,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${NESTED:-$ROOT/build/nested}
 IMAGE=${IMAGE:-$ROOT/build/guest}
-RUNS=${RUNS:-emulated:stat-exact,record-kvm;vpmu:stat-exact,record-kvm}
+RUNS=${RUNS:-emulated:stat-exact,record-kvm,perf-test;vpmu:stat-exact,record-kvm,perf-test}
 LIMIT=${TIMEOUT:-600}
 L2LIMIT=${L2TIMEOUT:-240}
 LOG=$OUT/l1.log
@@ -90,6 +90,7 @@ if stale "$OUT/initramfs.cpio.gz" "$QEMU" "$HERE/build-l1.sh" "$HERE/init-l1" \
         build_fail "build the L1 image" "$OUT/build-l1.log"
     echo "# L1 image built in $(($(date +%s) - s)) s"
 fi
+echo "# L1 image: $(paste -sd' ' "$OUT/qemu.txt" 2>/dev/null) (QEMU in it)"
 kernel=$OUT/vmlinux
 [ -f "$kernel" ] || kernel=$OUT/vmlinuz
 
