@@ -45,7 +45,7 @@ skip() {
     echo "SKIP $*"
     exit 77
 }
-# newer TARGET FILE...: TARGET is missing or some FILE is newer than it.
+# stale TARGET FILE...: TARGET is missing or some FILE is newer than it.
 stale() {
     local t=$1 f
     shift
