@@ -29,7 +29,11 @@
 # Environment: QEMU (the binary to put in L1), L2IMAGE (default build/guest,
 # built by guest-tests/linux/build-image.sh if it is missing), VPMU_CACHE
 # (the .deb cache is ${VPMU_CACHE:-$HOME/.cache/vpmu}/debs, shared with
-# build-image.sh), VPMU_REFRESH=1 (ask apt for newer candidates).
+# build-image.sh), VPMU_REFRESH=1 (ask apt for newer candidates),
+# L1_KERNEL_DEBS (space-separated .deb files with another L1 kernel and its
+# modules, e.g. Debian sid's linux-binary-7.* and linux-modules-7.*, which
+# bench/nested-kvm.sh fetches; OUT gets its vmlinuz only, and L2 keeps the
+# guest image's kernel; default: the guest image's own kernel package).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -119,16 +123,38 @@ rm -f "$root/init"
 
 # --- kernel modules, from the guest kernel's own package ---------------------
 # packages.txt's last line: "linux-image-6.1.0-N-amd64 VERSION (vmlinuz only)".
-read -r kpkg kver _ < <(grep '^linux-image-' "$l2/packages.txt" | tail -n1)
-[[ -n ${kpkg:-} && -n ${kver:-} ]] || die "no kernel package in $l2/packages.txt"
-kdeb=$(fetch "$kpkg" "$kver")
 mods=(virt/lib/irqbypass arch/x86/kvm/kvm drivers/crypto/ccp/ccp arch/x86/kvm/kvm-amd)
 pat=()
 for m in "${mods[@]}"; do pat+=("./lib/modules/*/kernel/$m.ko" "./lib/modules/*/kernel/$m.ko.xz"); done
-dpkg-deb --fsys-tarfile "$kdeb" |
-    tar -x -C "$work/kernel" --wildcards "${pat[@]}" 2>/dev/null || true
+if [[ -n ${L1_KERNEL_DEBS:-} ]]; then
+    # Another L1 kernel: its image and modules from the given .debs (newer
+    # Debian kernels keep both under usr/lib/modules/<ver>/).
+    kpkg= kver=
+    for kdeb in $L1_KERNEL_DEBS; do
+        [[ -f $kdeb ]] || die "L1_KERNEL_DEBS: no such file $kdeb"
+        dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$work/kernel" --wildcards \
+            "${pat[@]}" "${pat[@]/#.\/lib/.\/usr\/lib}" "./boot/vmlinuz-*" \
+            "./usr/lib/modules/*/vmlinuz" 2>/dev/null || true
+        kpkg+="${kpkg:+,}$(dpkg-deb -f "$kdeb" Package)"
+        kver=$(dpkg-deb -f "$kdeb" Version)
+    done
+    if [[ -d $work/kernel/usr/lib/modules ]]; then
+        mkdir -p "$work/kernel/lib/modules"
+        cp -r "$work/kernel/usr/lib/modules/." "$work/kernel/lib/modules/"
+    fi
+    l1_vmlinuz=$(compgen -G "$work/kernel/boot/vmlinuz-*" ||
+                 compgen -G "$work/kernel/lib/modules/*/vmlinuz") ||
+        die "L1_KERNEL_DEBS: no boot/vmlinuz-* or usr/lib/modules/*/vmlinuz in $L1_KERNEL_DEBS"
+    l1_vmlinuz=$(head -n1 <<<"$l1_vmlinuz")
+else
+    read -r kpkg kver _ < <(grep '^linux-image-' "$l2/packages.txt" | tail -n1)
+    [[ -n ${kpkg:-} && -n ${kver:-} ]] || die "no kernel package in $l2/packages.txt"
+    kdeb=$(fetch "$kpkg" "$kver")
+    dpkg-deb --fsys-tarfile "$kdeb" |
+        tar -x -C "$work/kernel" --wildcards "${pat[@]}" 2>/dev/null || true
+fi
 uname_r=$(basename "$(compgen -G "$work/kernel/lib/modules/*" | head -n1)")
-[[ -n $uname_r ]] || die "no lib/modules in $kdeb"
+[[ -n $uname_r ]] || die "no lib/modules in ${L1_KERNEL_DEBS:-$kdeb}"
 modinfo_field() {   # modinfo_field KO FIELD
     local f=$1
     [[ $f != *.xz ]] || { xz -dc "$f" >"$work/mod.ko"; f=$work/mod.ko; }
@@ -239,8 +265,12 @@ done | sort >"$out/packages.txt"
       "$(dirname "$qemu")/README" 2>/dev/null || true; } >"$out/qemu.txt"
 
 rm -f "$out/vmlinux" "$out/vmlinuz"
-if [[ -f $l2/vmlinux ]]; then cp "$l2/vmlinux" "$out/vmlinux"; fi
-cp "$l2/vmlinuz" "$out/vmlinuz"
+if [[ -n ${L1_KERNEL_DEBS:-} ]]; then
+    cp "$l1_vmlinuz" "$out/vmlinuz"
+else
+    if [[ -f $l2/vmlinux ]]; then cp "$l2/vmlinux" "$out/vmlinux"; fi
+    cp "$l2/vmlinuz" "$out/vmlinuz"
+fi
 (cd "$root" && find . -print0 | LC_ALL=C sort -z |
     cpio --null -o -H newc -R 0:0 --quiet) | gzip -n -1 >"$out/initramfs.cpio.gz.tmp"
 mv "$out/initramfs.cpio.gz.tmp" "$out/initramfs.cpio.gz"
