@@ -227,4 +227,19 @@ grep -q "0xc4" "$logdir/comma.stderr" && [ "$RC" -ne 0 ] && [ "$RC" -lt 124 ]
 tap $? "-cpu ...,pmu-filter='deny 0xc0,,0xc4': ',,' is no escape in -cpu, refused (status $RC)" \
     "$(grep -v "TCG doesn't support" "$logdir/comma.stderr")"
 
+# The PMU's own CPUID bits are vpmu's to give under TCG: no "TCG doesn't
+# support" warning for them with pmu=on (QEMU patch 0013), as before with
+# pmu=off.
+echo "# ---- CPUID bits the vPMU provides"
+for p in on off; do
+    qemu_start "epyc3-$p" "EPYC-v3,pmu=$p" "n=1" -S
+    qmp "epyc3-$p" quit >/dev/null
+    qemu_wait "epyc3-$p" 30
+done
+! grep -q "perfctr-core" "$logdir/epyc3-on.stderr" &&
+    grep -q "TCG doesn't support requested feature: CPUID.80000001H:ECX.perfctr-core" \
+        "$logdir/epyc3-off.stderr"
+tap $? "-cpu EPYC-v3,pmu=on: no warning for perfctr-core (pmu=off: TCG's warning)" \
+    "$(grep perfctr "$logdir"/epyc3-*.stderr)"
+
 tap_done
