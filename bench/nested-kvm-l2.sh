@@ -1,0 +1,92 @@
+#!/bin/sh
+# nested-kvm-l2.sh: the L2 half of bench/nested-kvm.sh, run by the guest
+# image's /init as /vpmu/tests/nested-kvm.sh (vpmu.test=nested-kvm).  It
+# prints "NK ..." lines for the host to compare across the L2 PMUs:
+#
+#   NK count w=W instructions:u=I branches:u=B     perf stat of loop_1M/10M/100M
+#                                                  (exact: 2N+4, N+1)
+#   NK record ev=E w=loop_10M period=P samples=S   perf record -c P
+#   NK startup what=WHAT median_ns=... ...         nested-kvm-time of
+#                                                  "true" and "perf stat -e
+#                                                  instructions true"
+#   NK work mode=M rep=I ns=T [samples=S] [running=...]
+#                                                  bench-work ROUNDS: plain,
+#                                                  under perf stat (6 events),
+#                                                  under perf record -F 1000
+#
+# Kernel command line: nk.mode=pmu|off (off: only "true" and the plain
+# workload, for an L2 with -cpu host,pmu=off), nk.reps=N (workload runs per
+# mode, default 3), nk.rounds=R (bench-work's argument, default 10),
+# nk.startup=N (runs of each start-up command, default 9).
+BIN=/vpmu/bin
+mode=pmu reps=3 rounds=10 startup=9
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
+    case $arg in
+    nk.mode=*) mode=${arg#nk.mode=} ;;
+    nk.reps=*) reps=${arg#nk.reps=} ;;
+    nk.rounds=*) rounds=${arg#nk.rounds=} ;;
+    nk.startup=*) startup=${arg#nk.startup=} ;;
+    esac
+done
+# AMD has no ref-cycles: the six events are these (six AMD counters, no
+# multiplexing with the NMI watchdog off).
+EVENTS=instructions,branches,cycles,instructions:u,branches:u,cycles:u
+echo "NK l2 mode=$mode reps=$reps rounds=$rounds startup=$startup kernel=$(uname -r)"
+echo "NK l2 pmu=$(ls /sys/bus/event_source/devices/ | tr '\n' ' ')"
+dmesg | grep -E 'Performance Events|PMU|perf:' | sed 's/^/# dmesg: /'
+
+count() {   # count FILE EVENT
+    awk -F, -v ev="$2" '$3 == ev { print $1; exit }' "$1"
+}
+
+if [ "$mode" = pmu ]; then
+    for w in loop_1M loop_10M loop_100M; do
+        perf stat -x, -o s.csv -e instructions:u,branches:u -- "$BIN/$w" 2>/dev/null
+        echo "NK count w=$w instructions:u=$(count s.csv instructions:u)" \
+             "branches:u=$(count s.csv branches:u)"
+    done
+    for ep in instructions:u:10007 branches:u:5003; do
+        ev=${ep%:*} p=${ep##*:}
+        rm -f rec.data
+        perf record -o rec.data -e "$ev" -c "$p" -- "$BIN/loop_10M" >/dev/null 2>rec.err
+        s=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' rec.err | tail -n1)
+        echo "NK record ev=$ev w=loop_10M period=$p samples=${s:-none}"
+        [ -n "$s" ] || sed 's/^/# record: /' rec.err | head -n 5
+    done
+fi
+
+echo "NK startup what=true $("$BIN/nested-kvm-time" "$startup" true)"
+if [ "$mode" = pmu ]; then
+    echo "NK startup what=perf-stat $("$BIN/nested-kvm-time" "$startup" perf stat -e instructions true)"
+fi
+
+# The modes alternate within each rep, so drift falls on all of them.
+i=0
+while [ "$i" -lt "$reps" ]; do
+    i=$((i + 1))
+    modes=plain
+    [ "$mode" = pmu ] && modes="plain stat record"
+    for m in $modes; do
+        rm -f w.out s.csv rec.data rec.err
+        extra=
+        case $m in
+        plain) "$BIN/bench-work" "$rounds" >w.out ;;
+        stat)
+            perf stat -x, -o s.csv -e "$EVENTS" -- "$BIN/bench-work" "$rounds" >w.out
+            # Every event counted, and how much of the time (100 = no
+            # multiplexing).
+            extra=" running=$(awk -F, '!/^#/ && NF >= 5 { printf "%s%s:%s", s, $3, ($1 ~ /^[0-9]+$/ ? $5 : $1); s = "," }' s.csv)"
+            ;;
+        record)
+            perf record -F 1000 -e cycles -o rec.data -- "$BIN/bench-work" "$rounds" \
+                >w.out 2>rec.err
+            s=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' rec.err | tail -n1)
+            extra=" samples=${s:-0}"
+            ;;
+        esac
+        ns=$(sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p' w.out)
+        echo "NK work mode=$m rep=$i ns=${ns:-0}$extra"
+    done
+done
+echo "NK l2 done"
