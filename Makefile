@@ -45,8 +45,10 @@ demo:
 	@scripts/install-deps.sh qemu
 	@scripts/demo.sh
 
-# Every benchmark in build/bench/ (each prints its ratios); the guest one
-# (bench/guest-overhead.sh) takes many minutes and is run by hand.
+# Every benchmark in build/bench/ (each prints its ratios); the guest ones
+# take many minutes and are run by hand: bench/guest-overhead.sh (a Linux
+# guest under TCG) and bench/nested-kvm.sh (KVM's emulated and mediated
+# vPMUs and vpmu side by side, one level down).
 bench: build
 	@for b in bench-msr bench-perf bench-ringbuf bench-kvm; do \
 	    if [ -x build/bench/$$b ]; then \

@@ -38,7 +38,8 @@
 #               ${VPMU_CACHE:-$HOME/.cache/vpmu}/debs; the private apt
 #               lists in .../sidapt) or guest (the guest image's 6.1: no
 #               mediated vPMU)
-#   RUNS        L1's configurations, in order (default off,emulated,vpmu,mediated)
+#   RUNS        L1's configurations, in order (default off,emulated,vpmu,mediated,off:
+#               the pmu=off baseline before and after, its runs pooled)
 #   REPS        bench-work runs per mode and configuration (default 5)
 #   ROUNDS      bench-work's argument (default 20)
 #   STARTUP     runs of each start-up command (default 9)
@@ -54,7 +55,7 @@ QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 IMAGE=${IMAGE:-$top/build/guest}
 OUT=${OUT:-$top/build/nested-kvm}
 L1_KERNEL=${L1_KERNEL:-sid}
-RUNS=${RUNS:-off,emulated,vpmu,mediated}
+RUNS=${RUNS:-off,emulated,vpmu,mediated,off}
 REPS=${REPS:-5}
 ROUNDS=${ROUNDS:-20}
 STARTUP=${STARTUP:-9}
