@@ -8,6 +8,10 @@
 #   cycles, ref-cycles, task-clock on loop_100M: both cycle counts non-zero,
 #     cycles within 10% of ref-cycles (Intel only: AMD has no ref-cycles),
 #     and cycles / task-clock within 10% of the TSC frequency from dmesg.
+#     Under nested KVM (vpmu.nested=1, guest-tests/nested) that last check
+#     is skipped: L2's task-clock goes on while L1 serves an exit (very
+#     slowly, under TCG), L1's GuestOnly cycles counters do not; L1 compares
+#     the configurations' rates with each other instead.
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
 plan 12
@@ -61,7 +65,12 @@ else
     check "cycles within 10% of ref-cycles" \
         near "$cyc" "$ref" 10
 fi
-check "cycles / task-clock within 10% of the TSC frequency" \
-    near "${rate:-0}" "${mhz:-0}" 10
+if [ "${VPMU_NESTED:-0}" = 1 ]; then
+    skip "cycles / task-clock within 10% of the TSC frequency" \
+        "nested KVM (vpmu.nested=1): task-clock includes the exits L1 serves, the guest's cycles do not"
+else
+    check "cycles / task-clock within 10% of the TSC frequency" \
+        near "${rate:-0}" "${mhz:-0}" 10
+fi
 
 finish
