@@ -28,7 +28,10 @@
 # column is "n/a: <reason>" (the kernel's words) and the rest runs.
 #
 # Usage: bench/nested-kvm.sh          (run by hand, like guest-overhead.sh;
-#                                     15-30 min on the 2-core machine)
+#                                     30-40 min on the 2-core machine)
+#        bench/nested-kvm.sh --summary [L1OUT]
+#                                     the table again, from a run's
+#                                     $OUT/l1.out (default) without a boot
 # Environment:
 #   QEMU        default build/qemu/qemu-system-x86_64 (runs L1, and L2 in L1)
 #   IMAGE       the L2 guest image (default build/guest; built if missing)
@@ -75,6 +78,126 @@ QEMU=$(cd "$(dirname "$QEMU")" && pwd)/$(basename "$QEMU")
 mkdir -p "$OUT" "$cache/debs"
 OUT=$(cd "$OUT" && pwd)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
+
+# --- the table -----------------------------------------------------------------
+# NK CFG count w=W instructions:u=I branches:u=B
+# NK CFG record ev=E w=loop_10M period=P samples=S
+# NK CFG startup what=W median_ns=M ...
+# NK CFG work mode=M rep=I ns=T ...
+# NKMSR CFG op=O rep=R iters=N tsc=T
+# NK CFG n/a: REASON
+summary() {
+    awk -v mna="${mediated_na:-}" '
+    function kv(k,   i, a) {
+        for (i = 3; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return substr($i, length(k) + 2) }
+        return ""
+    }
+    function median(list,   n, v, i, j, t) {
+        n = split(list, v, " ")
+        if (!n) return ""
+        for (i = 2; i <= n; i++)
+            for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+        return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    function cell(c, v, ref, digits,   r) {
+        if (na[c] != "") return "n/a"
+        if (v == "") return "-"
+        if (ref == "" || ref + 0 == 0) return sprintf("%." digits "f", v)
+        return sprintf("%." digits "f (%.3f)", v, v / ref)
+    }
+    function row(label, key, refkey, digits, target,   c, s, k) {
+        s = "| " label
+        for (k = 1; k <= 3; k++) { c = col[k]; s = s " | " cell(c, val[c, key], refkey == "" ? "" : val[refkey == "self" ? c : "emulated", refkey == "self" ? key "_ref" : key], digits) }
+        print s " | " target " |"
+    }
+    /^NK-L1-EXIT/ { l1exit = $2 }
+    /^NK l1 / { l1[++nl1] = substr($0, 7) }
+    # A configuration whose L2 ran out of time keeps what it printed.
+    /^NK [a-z]+ incomplete: / || (/^NK [a-z]+ n\/a: / && /did not finish/) {
+        c = $2; sub(/^NK [a-z]+ [a-z\/]+: /, ""); inc[c] = inc[c] (inc[c] != "" ? "; " : "") $0; next }
+    /^NK [a-z]+ n\/a: / { c = $2; sub(/^NK [a-z]+ n\/a: /, ""); na[c] = na[c] (na[c] != "" ? "; " : "") $0 }
+    /^NK [a-z]+ count / { c = $2; w = kv("w"); n = w; sub(/^loop_/, "", n); sub(/M$/, "", n); n *= 1000000
+        val[c, w "_i"] = kv("instructions:u"); val[c, w "_i_ref"] = 2 * n + 4
+        val[c, w "_b"] = kv("branches:u"); val[c, w "_b_ref"] = n + 1; seen[c] = 1 }
+    /^NK [a-z]+ record / { c = $2; e = kv("ev"); p = kv("period"); s = kv("samples")
+        x = (e == "instructions:u") ? 20000004 : 10000001
+        val[c, e "_s"] = (s ~ /^[0-9]+$/) ? s : ""; val[c, e "_s_ref"] = int(x / p) }
+    /^NK [a-z]+ startup / { c = $2; val[c, "st_" kv("what")] = kv("median_ns") / 1e6 }
+    /^NK [a-z]+ work / { c = $2; m = kv("mode"); t = kv("ns"); if (t > 0) work[c, m] = work[c, m] " " t
+        if (m == "record") smp[c] = smp[c] " " kv("samples")
+        if (m == "stat") run[c] = kv("running") }
+    /^NKMSR [a-z]+ op=/ { c = $2; o = kv("op"); n = kv("iters"); if (n > 0) msr[c, o] = msr[c, o] " " kv("tsc") / n }
+    /^NKMSR [a-z]+ done/ { gp[$2] = kv("gp") }
+    END {
+        col[1] = "emulated"; col[2] = "mediated"; col[3] = "vpmu"
+        if (na["mediated"] == "" && !seen["mediated"] && mna != "") na["mediated"] = mna
+        for (i = 1; i <= nl1; i++) print "L1: " l1[i]
+        print "L1 exit: " (l1exit == "" ? "none (timed out or crashed)" : l1exit)
+        for (k = 1; k <= 3; k++) if (na[col[k]] != "") print col[k] ": n/a: " na[col[k]]
+        if (na["off"] != "") print "off: n/a: " na["off"]
+        for (c in inc) print c ": incomplete: " inc[c] " (its medians are of the runs it finished)"
+        print ""
+        print "| | emulated | mediated | vpmu | target |"
+        print "|---|---:|---:|---:|---|"
+        print "| **counts** (value, ratio to exact) | | | | |"
+        row("loop_1M instructions:u (exact 2,000,004)", "loop_1M_i", "self", 0, "1.000")
+        row("loop_1M branches:u (exact 1,000,001)", "loop_1M_b", "self", 0, "1.000")
+        row("loop_10M instructions:u (exact 20,000,004)", "loop_10M_i", "self", 0, "1.000")
+        row("loop_10M branches:u (exact 10,000,001)", "loop_10M_b", "self", 0, "1.000")
+        row("loop_100M instructions:u (exact 200,000,004)", "loop_100M_i", "self", 0, "1.000")
+        row("loop_100M branches:u (exact 100,000,001)", "loop_100M_b", "self", 0, "1.000")
+        print "| **perf record -c P, loop_10M** (samples, ratio to floor(exact/P)) | | | | |"
+        row("instructions:u -c 10007 (floor 1998)", "instructions:u_s", "self", 0, "1.000")
+        row("branches:u -c 5003 (floor 1998)", "branches:u_s", "self", 0, "1.000")
+        for (k = 1; k <= 3; k++) for (o = 1; o <= 4; o++) {
+            c = col[k]; split("cpuid rdmsr-ctr wrmsr-ctr wrmsr-ctl", ops, " ")
+            val[c, "msr_" ops[o]] = median(msr[c, ops[o]])
+        }
+        print "| **one L2 access, TSC ticks** (median of 7 x 1000; ratio to emulated) | | | | |"
+        row("CPUID (the bare exit)", "msr_cpuid", "emulated", 0, "-")
+        row("RDMSR PERF_CTR0", "msr_rdmsr-ctr", "emulated", 0, "vpmu <= 2x")
+        row("WRMSR PERF_CTR0", "msr_wrmsr-ctr", "emulated", 0, "vpmu <= 2x")
+        row("WRMSR PERF_CTL0 (on/off)", "msr_wrmsr-ctl", "emulated", 0, "vpmu <= 2x")
+        print "| **start-up, ms** (median of the runs; ratio to emulated) | | | | |"
+        row("true", "st_true", "emulated", 1, "-")
+        row("perf stat -e instructions true", "st_perf-stat", "emulated", 1, "-")
+        off = median(work["off", "plain"])
+        for (k = 1; k <= 3; k++) {
+            c = col[k]
+            for (m = 1; m <= 3; m++) {
+                split("plain stat record", ms, " ")
+                v = median(work[c, ms[m]])
+                val[c, "w_" ms[m]] = (v != "" && off > 0) ? v / 1e9 : ""
+                val[c, "w_" ms[m] "_ref"] = off / 1e9
+            }
+        }
+        printf "| **bench-work, s** (median; ratio to pmu=off plain: %.3f s) | | | | |\n", off / 1e9
+        row("plain, pmu=on", "w_plain", "self", 3, "-")
+        row("perf stat, 6 events", "w_stat", "self", 3, "vpmu <= emulated")
+        row("perf record -F 1000 -e cycles", "w_record", "self", 3, "vpmu <= emulated")
+        print ""
+        for (k = 1; k <= 3; k++) {
+            c = col[k]
+            if (smp[c] != "") printf "%s: perf record samples per run:%s; perf stat running%%: %s; MSR payload #GPs: %s\n", c, smp[c], run[c], gp[c]
+        }
+        printf "pmu=off plain runs (ns):%s\n", work["off", "plain"]
+        # The verdicts.
+        print ""
+        for (o = 2; o <= 4; o++) {
+            e = val["emulated", "msr_" ops[o]]; v = val["vpmu", "msr_" ops[o]]
+            if (e > 0 && v != "") printf "target %s: vpmu/emulated = %.2f (<= 2): %s\n", ops[o], v / e, v / e <= 2 ? "met" : "MISSED"
+        }
+        split("stat record", ws, " ")
+        for (m = 1; m <= 2; m++) {
+            e = val["emulated", "w_" ws[m]]; v = val["vpmu", "w_" ws[m]]
+            if (e > 0 && v > 0 && off > 0) printf "target %s overhead: vpmu %.3f vs emulated %.3f (ratio to pmu=off): %s\n", ws[m], v * 1e9 / off, e * 1e9 / off, v <= e ? "met" : "MISSED"
+        }
+    }' "$1"
+}
+if [[ ${1:-} == --summary ]]; then
+    summary "${2:-$OUT/l1.out}"
+    exit 0
+fi
 
 # --- L1's kernel: Debian sid's, through a private apt configuration ---------
 # The system's sources, the suite changed to sid (security and -updates
@@ -199,121 +322,10 @@ tr -d '\r' <"$OUT/l1.log" >"$OUT/l1.out"
 log "L1 exited with status $rc after $secs s (lock wait included); log: $OUT/l1.log"
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# --- the table -----------------------------------------------------------------
-# NK CFG count w=W instructions:u=I branches:u=B
-# NK CFG record ev=E w=loop_10M period=P samples=S
-# NK CFG startup what=W median_ns=M ...
-# NK CFG work mode=M rep=I ns=T ...
-# NKMSR CFG op=O rep=R iters=N tsc=T
-# NK CFG n/a: REASON
-summary() {
-    awk -v mna="$mediated_na" '
-    function kv(k,   i, a) {
-        for (i = 3; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return substr($i, length(k) + 2) }
-        return ""
-    }
-    function median(list,   n, v, i, j, t) {
-        n = split(list, v, " ")
-        if (!n) return ""
-        for (i = 2; i <= n; i++)
-            for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-        return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-    }
-    function cell(c, v, ref, digits,   r) {
-        if (na[c] != "") return "n/a"
-        if (v == "") return "-"
-        if (ref == "" || ref + 0 == 0) return sprintf("%." digits "f", v)
-        return sprintf("%." digits "f (%.3f)", v, v / ref)
-    }
-    function row(label, key, refkey, digits, target,   c, s, k) {
-        s = "| " label
-        for (k = 1; k <= 3; k++) { c = col[k]; s = s " | " cell(c, val[c, key], refkey == "" ? "" : val[refkey == "self" ? c : "emulated", refkey == "self" ? key "_ref" : key], digits) }
-        print s " | " target " |"
-    }
-    /^NK-L1-EXIT/ { l1exit = $2 }
-    /^NK l1 / { l1[++nl1] = substr($0, 7) }
-    /^NK [a-z]+ n\/a: / { c = $2; sub(/^NK [a-z]+ n\/a: /, ""); na[c] = na[c] (na[c] != "" ? "; " : "") $0 }
-    /^NK [a-z]+ count / { c = $2; w = kv("w"); n = w; sub(/^loop_/, "", n); sub(/M$/, "", n); n *= 1000000
-        val[c, w "_i"] = kv("instructions:u"); val[c, w "_i_ref"] = 2 * n + 4
-        val[c, w "_b"] = kv("branches:u"); val[c, w "_b_ref"] = n + 1; seen[c] = 1 }
-    /^NK [a-z]+ record / { c = $2; e = kv("ev"); p = kv("period"); s = kv("samples")
-        x = (e == "instructions:u") ? 20000004 : 10000001
-        val[c, e "_s"] = (s ~ /^[0-9]+$/) ? s : ""; val[c, e "_s_ref"] = int(x / p) }
-    /^NK [a-z]+ startup / { c = $2; val[c, "st_" kv("what")] = kv("median_ns") / 1e6 }
-    /^NK [a-z]+ work / { c = $2; m = kv("mode"); t = kv("ns"); if (t > 0) work[c, m] = work[c, m] " " t
-        if (m == "record") smp[c] = smp[c] " " kv("samples")
-        if (m == "stat") run[c] = kv("running") }
-    /^NKMSR [a-z]+ op=/ { c = $2; o = kv("op"); n = kv("iters"); if (n > 0) msr[c, o] = msr[c, o] " " kv("tsc") / n }
-    /^NKMSR [a-z]+ done/ { gp[$2] = kv("gp") }
-    END {
-        col[1] = "emulated"; col[2] = "mediated"; col[3] = "vpmu"
-        if (na["mediated"] == "" && !seen["mediated"] && mna != "") na["mediated"] = mna
-        for (i = 1; i <= nl1; i++) print "L1: " l1[i]
-        print "L1 exit: " (l1exit == "" ? "none (timed out or crashed)" : l1exit)
-        for (k = 1; k <= 3; k++) if (na[col[k]] != "") print col[k] ": n/a: " na[col[k]]
-        if (na["off"] != "") print "off: n/a: " na["off"]
-        print ""
-        print "| | emulated | mediated | vpmu | target |"
-        print "|---|---:|---:|---:|---|"
-        print "| **counts** (value, ratio to exact) | | | | |"
-        row("loop_1M instructions:u (exact 2,000,004)", "loop_1M_i", "self", 0, "1.000")
-        row("loop_1M branches:u (exact 1,000,001)", "loop_1M_b", "self", 0, "1.000")
-        row("loop_10M instructions:u (exact 20,000,004)", "loop_10M_i", "self", 0, "1.000")
-        row("loop_10M branches:u (exact 10,000,001)", "loop_10M_b", "self", 0, "1.000")
-        row("loop_100M instructions:u (exact 200,000,004)", "loop_100M_i", "self", 0, "1.000")
-        row("loop_100M branches:u (exact 100,000,001)", "loop_100M_b", "self", 0, "1.000")
-        print "| **perf record -c P, loop_10M** (samples, ratio to floor(exact/P)) | | | | |"
-        row("instructions:u -c 10007 (floor 1998)", "instructions:u_s", "self", 0, "1.000")
-        row("branches:u -c 5003 (floor 1998)", "branches:u_s", "self", 0, "1.000")
-        for (k = 1; k <= 3; k++) for (o = 1; o <= 4; o++) {
-            c = col[k]; split("cpuid rdmsr-ctr wrmsr-ctr wrmsr-ctl", ops, " ")
-            val[c, "msr_" ops[o]] = median(msr[c, ops[o]])
-        }
-        print "| **one L2 access, TSC ticks** (median of 7 x 1000; ratio to emulated) | | | | |"
-        row("CPUID (the bare exit)", "msr_cpuid", "emulated", 0, "-")
-        row("RDMSR PERF_CTR0", "msr_rdmsr-ctr", "emulated", 0, "vpmu <= 2x")
-        row("WRMSR PERF_CTR0", "msr_wrmsr-ctr", "emulated", 0, "vpmu <= 2x")
-        row("WRMSR PERF_CTL0 (on/off)", "msr_wrmsr-ctl", "emulated", 0, "vpmu <= 2x")
-        print "| **start-up, ms** (median of the runs; ratio to emulated) | | | | |"
-        row("true", "st_true", "emulated", 1, "-")
-        row("perf stat -e instructions true", "st_perf-stat", "emulated", 1, "-")
-        off = median(work["off", "plain"])
-        for (k = 1; k <= 3; k++) {
-            c = col[k]
-            for (m = 1; m <= 3; m++) {
-                split("plain stat record", ms, " ")
-                v = median(work[c, ms[m]])
-                val[c, "w_" ms[m]] = (v != "" && off > 0) ? v / 1e9 : ""
-                val[c, "w_" ms[m] "_ref"] = off / 1e9
-            }
-        }
-        printf "| **bench-work, s** (median; ratio to pmu=off plain: %.3f s) | | | | |\n", off / 1e9
-        row("plain, pmu=on", "w_plain", "self", 3, "-")
-        row("perf stat, 6 events", "w_stat", "self", 3, "vpmu <= emulated")
-        row("perf record -F 1000 -e cycles", "w_record", "self", 3, "vpmu <= emulated")
-        print ""
-        for (k = 1; k <= 3; k++) {
-            c = col[k]
-            if (smp[c] != "") printf "%s: perf record samples per run:%s; perf stat running%%: %s; MSR payload #GPs: %s\n", c, smp[c], run[c], gp[c]
-        }
-        printf "pmu=off plain runs (ns):%s\n", work["off", "plain"]
-        # The verdicts.
-        print ""
-        for (o = 2; o <= 4; o++) {
-            e = val["emulated", "msr_" ops[o]]; v = val["vpmu", "msr_" ops[o]]
-            if (e > 0 && v != "") printf "target %s: vpmu/emulated = %.2f (<= 2): %s\n", ops[o], v / e, v / e <= 2 ? "met" : "MISSED"
-        }
-        split("stat record", ws, " ")
-        for (m = 1; m <= 2; m++) {
-            e = val["emulated", "w_" ws[m]]; v = val["vpmu", "w_" ws[m]]
-            if (e > 0 && v > 0 && off > 0) printf "target %s overhead: vpmu %.3f vs emulated %.3f (ratio to pmu=off): %s\n", ws[m], v * 1e9 / off, e * 1e9 / off, v <= e ? "met" : "MISSED"
-        }
-    }' "$OUT/l1.out"
-}
 {
     echo "nested-kvm: $started; L1 $secs s; host $(nproc) CPUs, load $load (at the end)"
     echo "QEMU $QEMU ($(date -u -r "$QEMU" '+%F %T')); L1 -cpu $L1CPU; REPS=$REPS ROUNDS=$ROUNDS STARTUP=$STARTUP"
-    summary
+    summary "$OUT/l1.out"
     echo "log: $OUT/l1.log"
 } | tee "$OUT/summary.txt"
 grep -q '^NK-L1-EXIT 0' "$OUT/l1.out"
