@@ -20,9 +20,9 @@
 #   QEMU      default build/qemu/qemu-system-x86_64 (make qemu); the same
 #             binary runs L1 and, copied into L1's image, L2
 #   RUNS      L1's nested.runs= (default
-#             "emulated:stat-exact,record-kvm,perf-test;vpmu:stat-exact,record-kvm,perf-test")
+#             "emulated:stat-exact,record-kvm,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,qmp-kvm,contention-kvm,migrate-kvm,perf-test")
 #   TIMEOUT   L1's wall-clock limit in seconds (default 600)
-#   L2TIMEOUT each L2's limit inside L1 (default 240)
+#   L2TIMEOUT each L2's limit inside L1 (default 300)
 #   L1CPU     L1's -cpu (default EPYC-v3,pmu=on,+svm; without +svm the suite
 #             skips: a check of the skip path)
 #   NESTED    the L1 image and logs (default build/nested)
@@ -35,9 +35,9 @@ ROOT=$(cd "$HERE/../.." && pwd)
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${NESTED:-$ROOT/build/nested}
 IMAGE=${IMAGE:-$ROOT/build/guest}
-RUNS=${RUNS:-emulated:stat-exact,record-kvm,perf-test;vpmu:stat-exact,record-kvm,perf-test}
+RUNS=${RUNS:-emulated:stat-exact,record-kvm,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,qmp-kvm,contention-kvm,migrate-kvm,perf-test}
 LIMIT=${TIMEOUT:-600}
-L2LIMIT=${L2TIMEOUT:-240}
+L2LIMIT=${L2TIMEOUT:-300}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}
 LOG=$OUT/l1.log
 

@@ -1,0 +1,57 @@
+#!/bin/sh
+# contention-kvm: this guest (L2) counts while its host (L1) holds every
+# hardware counter.  L1 (guest-tests/nested/init-l1, "contend") runs
+# perf stat -a with a pinned group of 6 cycles events, as many as its
+# AMD PerfMonV2 PMU has, and answers once that group counts.  The host
+# events behind this guest's counters then never get a counter: KVM's own
+# (emulated configuration) are pinned task events and go to error state,
+# vpmu's perf source (vpmu configuration) opens flexible ones that never run,
+# and its multiplexing policy is the raw count (docs/perf-source.md,
+# VPMU_PERF_MULTIPLEX_RAW, "as KVM: the guest undercounts"), so:
+#
+#   loop_1M under full contention: instructions:u = 0 and branches:u = 0
+#   loop_1M after L1 ends its group ("release"): 2N+4 and N+1 exactly
+#
+# Needs L1 (vpmu.nested=1); otherwise every check is skipped.
+# shellcheck source=SCRIPTDIR/../tap-lib.sh
+. /vpmu/tap-lib.sh
+plan 6
+
+N=1000000
+if [ "${VPMU_NESTED:-0}" != 1 ]; then
+    r="needs L1 to hold the host's counters (guest-tests/nested, vpmu.nested=1)"
+    for d in "L1 holds all its counters" "contended: loop_1M instructions:u = 0" \
+            "contended: loop_1M branches:u = 0" "L1 released its counters" \
+            "released: loop_1M instructions:u = 2N+4" "released: loop_1M branches:u = N+1"; do
+        skip "$d" "$r"
+    done
+    finish
+fi
+
+# ask REQUEST: print it for L1, wait (at most 120 s) for L1's answer.
+# shellcheck disable=SC2317  # reached after the skip branch
+ask() {
+    echo "VPMU-L1 $1"
+    # shellcheck disable=SC3045  # busybox ash has read -t
+    read -t 120 -r _ans </dev/console
+    diag "L1 answered $1: ${_ans:-nothing}"
+    [ "$_ans" = "done" ]
+}
+
+check "L1 holds all its counters" ask contend
+pstat c.csv instructions:u,branches:u "$BIN/loop_1M"
+i=$(count c.csv instructions:u)
+b=$(count c.csv branches:u)
+diag "contended_loop_1M: instructions:u=$i branches:u=$b (0 and 0: no counter time)"
+check "contended: loop_1M instructions:u = 0" eq "$i" 0
+check "contended: loop_1M branches:u = 0" eq "$b" 0
+
+check "L1 released its counters" ask release
+pstat c.csv instructions:u,branches:u "$BIN/loop_1M"
+i=$(count c.csv instructions:u)
+b=$(count c.csv branches:u)
+diag "released_loop_1M: instructions:u=$i branches:u=$b (2N+4=$((2 * N + 4)), N+1=$((N + 1)))"
+check "released: loop_1M instructions:u = 2N+4" eq "$i" $((2 * N + 4))
+check "released: loop_1M branches:u = N+1" eq "$b" $((N + 1))
+
+finish
