@@ -35,7 +35,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${NESTED:-$ROOT/build/nested}
 IMAGE=${IMAGE:-$ROOT/build/guest}
-RUNS=${RUNS:-emulated:stat-exact,record-kvm,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,qmp-kvm,contention-kvm,migrate-kvm,perf-test}
+RUNS=${RUNS:-emulated:stat-exact,record-kvm,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm}
 LIMIT=${TIMEOUT:-600}
 L2LIMIT=${L2TIMEOUT:-300}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}

@@ -34,7 +34,8 @@ export PATH
 RACY_UP='Number of exit events of a simple workload'
 RETRY_UP=20
 
-WANT='mmap interface tests
+# VPMU_PERF_WANT (perf-mmap-kvm.sh): a subset of the list below.
+WANT=${VPMU_PERF_WANT:-'mmap interface tests
 Parse event definition strings
 PERF_RECORD_* events & perf_sample fields
 Roundtrip evsel->name
@@ -48,7 +49,7 @@ Convert perf time to TSC
 Sample parsing
 x86 Sample parsing
 Breakpoint overflow signal handler
-Breakpoint overflow sampling'
+Breakpoint overflow sampling'}
 MUST_RUN='User space counter reading of instructions
 User space counter reading of cycles'
 
