@@ -198,22 +198,30 @@ static void amd_check_k7_alias(void)
     tap_check(ok, "K7 PERFCTR%u and EVNTSEL0 alias the F15H counters", hi);
 }
 
-/* Reserved bits are dropped, never #GP: PERF_CTL keeps 0xFFFD7FFFF. */
+/*
+ * Reserved bits are dropped, never #GP: PERF_CTL keeps 0xFFFD7FFFF, and
+ * HostOnly/GuestOnly [41:40] too on a CPU with SVM (CPUID 8000_0001h
+ * ECX[2], APM Vol. 2 13.2.1: they are the hypervisor's, dropped without it).
+ */
 static void amd_check_dropped_bits(void)
 {
-    /* everything but EN (no counting): kept & ~EN = 0xFFF97FFFF */
-    const uint64_t all = ~AMD_CTL_EN, want = AMD_CTL_KEPT & ~AMD_CTL_EN;
-    bool ok = true;
+    const uint64_t hg = AMD_CTL_HOSTONLY | AMD_CTL_GUESTONLY;
+    uint32_t r[4];
+    bool svm, ok = true;
+    uint64_t all = ~AMD_CTL_EN, want;
 
+    cpuid(0x80000001, 0, r);
+    svm = r[2] & (1u << 2);
+    /* everything but EN (no counting): kept & ~EN = 0xFFF97FFFF (+ HG) */
+    want = (AMD_CTL_KEPT | (svm ? hg : 0)) & ~AMD_CTL_EN;
     for (unsigned i = 0; i < amd.nr_gp; i++) {
         ok &= probe_wr(amd_ctl(i), all, 0) && probe_rd_val(amd_ctl(i), want);
-        /* HostOnly/GuestOnly belong to the hypervisor: dropped */
-        ok &= probe_wr(amd_ctl(i), AMD_CTL_HOSTONLY | AMD_CTL_GUESTONLY | 0x76,
-                       0) && probe_rd_val(amd_ctl(i), 0x76);
+        ok &= probe_wr(amd_ctl(i), hg | 0x76, 0) &&
+              probe_rd_val(amd_ctl(i), (svm ? hg : 0) | 0x76);
         ok &= probe_wr(amd_ctl(i), 0, 0);
     }
     tap_check(ok, "PERF_CTLi: reserved bits dropped, no #GP (~EN -> 0x%llx; "
-              "Host/GuestOnly dropped)", want);
+              "Host/GuestOnly %s)", want, svm ? "kept: SVM" : "dropped");
     ok = true;
     for (unsigned i = 0; i < amd.nr_gp; i++) {
         ok &= probe_wr(amd_ctr(i), ~0ull, 0) &&

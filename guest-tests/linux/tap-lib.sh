@@ -110,3 +110,14 @@ fge() {
     awk -v a="$1" -v b="$2" 'BEGIN {
         exit !(a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a + 0 >= b + 0) }'
 }
+
+# ask_l1 REQUEST: under the nested suite, print "VPMU-L1 REQUEST" for L1
+# (guest-tests/nested/init-l1) and wait, at most 120 s, for its one-line
+# answer on the console; true if it is "done".
+ask_l1() {
+    echo "VPMU-L1 $1"
+    # shellcheck disable=SC3045  # busybox ash has read -t
+    read -t 120 -r _ans </dev/console
+    diag "L1 answered $1: ${_ans:-nothing}"
+    [ "$_ans" = "done" ]
+}

@@ -28,17 +28,8 @@ if [ "${VPMU_NESTED:-0}" != 1 ]; then
     finish
 fi
 
-# ask REQUEST: print it for L1, wait (at most 120 s) for L1's answer.
-# shellcheck disable=SC2317  # reached after the skip branch
-ask() {
-    echo "VPMU-L1 $1"
-    # shellcheck disable=SC3045  # busybox ash has read -t
-    read -t 120 -r _ans </dev/console
-    diag "L1 answered $1: ${_ans:-nothing}"
-    [ "$_ans" = "done" ]
-}
 
-check "L1 holds all its counters" ask contend
+check "L1 holds all its counters" ask_l1 contend
 pstat c.csv instructions:u,branches:u "$BIN/loop_1M"
 i=$(count c.csv instructions:u)
 b=$(count c.csv branches:u)
@@ -46,7 +37,7 @@ diag "contended_loop_1M: instructions:u=$i branches:u=$b (0 and 0: no counter ti
 check "contended: loop_1M instructions:u = 0" eq "$i" 0
 check "contended: loop_1M branches:u = 0" eq "$b" 0
 
-check "L1 released its counters" ask release
+check "L1 released its counters" ask_l1 release
 pstat c.csv instructions:u,branches:u "$BIN/loop_1M"
 i=$(count c.csv instructions:u)
 b=$(count c.csv branches:u)

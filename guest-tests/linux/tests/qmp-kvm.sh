@@ -28,14 +28,6 @@ if [ "${VPMU_NESTED:-0}" != 1 ]; then
     finish
 fi
 
-# ask REQUEST: print it for L1, wait (at most 120 s) for L1's answer.
-ask() {
-    echo "VPMU-L1 $1"
-    # shellcheck disable=SC3045  # busybox ash has read -t
-    read -t 120 -r _ans </dev/console
-    diag "L1 answered $1: ${_ans:-nothing}"
-    [ "$_ans" = "done" ]
-}
 
 # shellcheck disable=SC2016  # expanded by that sh
 perf stat -a -x, -o q.csv -e instructions:u -- sh -c '
@@ -48,16 +40,16 @@ check "L1 answered query counting" [ "$(cat q.ans 2>/dev/null)" = "done" ]
 check "perf stat -a instructions:u counted" ge "$c" 1 || diag_file pstat.err
 
 a1=0
-ask "query before-record" && a1=1
+ask_l1 "query before-record" && a1=1
 rm -f q.data
 perf record -q -o q.data -e instructions:u -c 10007 -- "$BIN/hot" >rec.log 2>&1 ||
     diag_file rec.log
 n=$(perf report -i q.data -D 2>/dev/null | grep -c 'PERF_RECORD_SAMPLE')
 diag "qmp: perf record samples=$n"
-ask "query after-record" || a1=0
+ask_l1 "query after-record" || a1=0
 check "L1 answered query before-record and after-record" [ $a1 = 1 ]
 check "perf record -e instructions:u -c 10007: floor((2N+6) / 10007) = 999 samples" \
     [ "$n" = 999 ]
-check "L1 answered query-bad" ask query-bad
+check "L1 answered query-bad" ask_l1 query-bad
 
 finish
