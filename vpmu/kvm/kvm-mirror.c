@@ -134,16 +134,18 @@ static bool global_ctl(const VpmuKvm *k, uint32_t *msr, uint64_t *val)
  * The selector writes of a live mirror, each only if KVM does not hold
  * that value already; @ctl receives the values.  The global control goes
  * first, once: a KVM without it (Linux 6.1 on AMD) refuses it as entry 0.
+ * Return: whether it was added.
  */
-static void add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
+static bool add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
                           uint64_t *ctl, MirrorBuf *b)
 {
-    bool all = !k->kvm_ctl_valid, fixed_changed = false;
+    bool all = !k->kvm_ctl_valid, fixed_changed = false, global = false;
     uint64_t fixed_ctrl = 0, gval;
     uint32_t gmsr;
 
     if (all && !k->kvm_no_global && global_ctl(k, &gmsr, &gval)) {
         add(b, gmsr, gval);
+        global = true;
     }
     for (unsigned i = 0; i < nr_counters(k); i++) {
         ctl[i] = live_ctl(&info[i]);
@@ -157,6 +159,7 @@ static void add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
     if (fixed_changed) {
         add(b, MSR_INTEL_FIXED_CTR_CTRL, fixed_ctrl);
     }
+    return global;
 }
 
 /* One KVM_SET_MSRS; 0, -errno, or -EIO when KVM stopped at an entry. */
@@ -186,9 +189,7 @@ int vpmu_kvm_mirror(VpmuKvm *k)
 {
     VpmuCounterInfo info[MAX_MIRROR];
     uint64_t ctl[MAX_MIRROR];
-    bool live = k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE;
-    uint32_t gmsr;
-    uint64_t gval;
+    bool live = k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE, global = false;
     MirrorBuf b;
     unsigned nsel;
     int ret, done = 0;
@@ -202,7 +203,7 @@ int vpmu_kvm_mirror(VpmuKvm *k)
 retry:
     memset(&b, 0, sizeof(b));
     if (live) {
-        add_selectors(k, info, ctl, &b);
+        global = add_selectors(k, info, ctl, &b);
     }
     nsel = b.hdr.nmsrs;
     for (unsigned i = 0; i < nr_counters(k); i++) {
@@ -213,8 +214,7 @@ retry:
             (info[i].value - kvm_counts_exit(k, &info[i])) & mask);
     }
     ret = set_msrs(k, &b, &done);
-    if (ret == -EIO && done == 0 && live && !k->kvm_ctl_valid &&
-        !k->kvm_no_global && global_ctl(k, &gmsr, &gval)) {
+    if (ret == -EIO && done == 0 && global) {
         k->kvm_no_global = true;    /* this KVM has no such MSR */
         goto retry;
     }

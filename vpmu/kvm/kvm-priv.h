@@ -69,7 +69,6 @@ void vpmu_kvm__log(VpmuKvm *k, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* kvm-mirror.c */
-bool vpmu_kvm__is_counter(const VpmuConfig *cfg, uint32_t msr);
 void vpmu_kvm__mirror_if_any(VpmuKvm *k);
 
 #endif /* VPMU_KVM_PRIV_H */
