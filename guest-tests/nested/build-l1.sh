@@ -69,50 +69,8 @@ stage=$work/stage
 root=$work/root
 
 # --- .deb cache: the same conventions as build-image.sh --------------------
-candidate() { apt-cache policy "$1" | awk '/Candidate:/ { print $2 }'; }
-cached() {
-    [[ ${VPMU_REFRESH:-0} == 1 ]] && return 0
-    compgen -G "$cache/${1}_*.deb" | sort -V | tail -n1 || true
-}
-lib_depends() {
-    dpkg-deb -f "$1" Pre-Depends Depends | sed 's/^[^:]*: //' | tr ',' '\n' |
-        sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -E '^(lib|zlib)' || true
-}
-apt_dl=(apt-get download -q)
-[[ $(id -u) != 0 ]] || apt_dl+=(-o APT::Sandbox::User=root)
-fetch() {   # fetch NAME [VERSION]: the cached .deb's path (downloaded if needed)
-    local name=$1 ver=${2:-} deb
-    if [[ -z $ver ]]; then
-        deb=$(cached "$name")
-        [[ -n $deb ]] && { printf '%s\n' "$deb"; return 0; }
-        ver=$(candidate "$name")
-    fi
-    [[ -n $ver && $ver != "(none)" ]] || die "no installable version of $name"
-    deb=$cache/${name}_${ver//:/%3a}_amd64.deb
-    [[ -f $deb ]] || deb=$cache/${name}_${ver//:/%3a}_all.deb
-    if [[ ! -f $deb ]]; then
-        log "downloading $name $ver"
-        if ! (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2); then
-            [[ ! -e $work/apt-updated ]] || die "cannot download $name=$ver"
-            log "download failed; running apt-get update once"
-            touch "$work/apt-updated"
-            apt-get update -q >&2 || die "apt-get update failed"
-            (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2) ||
-                die "cannot download $name=$ver"
-        fi
-        deb=$(compgen -G "$cache/${name}_${ver//:/%3a}_*.deb" | head -n1) ||
-            die "apt-get download left no .deb for $name"
-    fi
-    printf '%s\n' "$deb"
-}
-declare -A staged=()
-stage_pkg() {   # stage_pkg NAME [VERSION]
-    local deb
-    [[ -n ${staged[$1]:-} ]] && return 0
-    deb=$(fetch "$@")
-    dpkg-deb -x "$deb" "$stage"
-    staged[$1]=$deb
-}
+# shellcheck source=../linux/debs.sh
+. "$here/../linux/debs.sh"
 
 # --- the guest image's tree ---------------------------------------------------
 log "unpacking $l2/initramfs.cpio.gz"
