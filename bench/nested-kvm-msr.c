@@ -11,6 +11,12 @@
  *   wrmsr-ctr   WRMSR PERF_CTR0 (a new value each time)
  *   wrmsr-ctl   WRMSR PERF_CTL0 (0xC0010200), alternating between counting
  *               retired instructions (EN|USR|OS, 0xC0) and disabled
+ *   rdmsr-ctl   RDMSR PERF_CTL0: for vpmu a userspace exit that needs no
+ *               host call (the selector is vpmu's own state), so it prices
+ *               the exit alone
+ *   wrmsr-gctl  WRMSR PerfCntrGlobalCtl (0xC0000301), alternating between
+ *               counter 0 enabled and none (PerfMonV2, APM 13.2.2; #GP
+ *               without it), PERF_CTL0 counting meanwhile
  * ITERS accesses per batch, REPS batches per operation, after one warm-up
  * batch.  Output on COM1, one line per batch, for the L1 script to divide
  * (real mode has no 64-bit division without libgcc):
@@ -24,6 +30,7 @@
 #define COM1            0x3f8
 #define MSR_PERF_CTL0   0xc0010200u
 #define MSR_PERF_CTR0   0xc0010201u
+#define MSR_GLOBAL_CTL  0xc0000301u
 #define CTL_COUNT       ((1u << 22) | (1u << 17) | (1u << 16) | 0xc0u)
 
 #define ITERS           1000
@@ -113,9 +120,9 @@ static inline void cpuid0(void)
     asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d) : : "memory");
 }
 
-enum { OP_CPUID, OP_RDCTR, OP_WRCTR, OP_WRCTL, NR_OPS };
+enum { OP_CPUID, OP_RDCTR, OP_WRCTR, OP_WRCTL, OP_RDCTL, OP_WRGCTL, NR_OPS };
 static const char *const names[NR_OPS] = {
-    "cpuid", "rdmsr-ctr", "wrmsr-ctr", "wrmsr-ctl",
+    "cpuid", "rdmsr-ctr", "wrmsr-ctr", "wrmsr-ctl", "rdmsr-ctl", "wrmsr-gctl",
 };
 
 static uint64_t batch(int op)
@@ -136,6 +143,12 @@ static uint64_t batch(int op)
         case OP_WRCTL:
             wrmsr(MSR_PERF_CTL0, (i & 1) ? CTL_COUNT : 0);
             break;
+        case OP_RDCTL:
+            (void)rdmsr(MSR_PERF_CTL0);
+            break;
+        case OP_WRGCTL:
+            wrmsr(MSR_GLOBAL_CTL, i & 1);
+            break;
         }
     }
     return rdtsc() - t0;
@@ -145,6 +158,9 @@ int main(void)
 {
     puts_("\nNKMSR start\n");
     for (int op = 0; op < NR_OPS; op++) {
+        if (op == OP_WRGCTL) {
+            wrmsr(MSR_PERF_CTL0, CTL_COUNT);
+        }
         (void)batch(op);
         for (int r = 1; r <= REPS; r++) {
             uint64_t t = batch(op);

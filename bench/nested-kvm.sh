@@ -48,6 +48,10 @@
 #   STARTUP     runs of each start-up command (default 9)
 #   TIMEOUT     L1's limit in seconds (default 3600); L2TIMEOUT each L2's (900)
 #   L1CPU       L1's -cpu (default EPYC-v3,pmu=on,+svm)
+#   WHAT        which L2 boots per configuration: linux,msr (default both;
+#               msr alone takes a few minutes)
+#   PROFILE     configurations whose msr payload L1 profiles with
+#               perf record -a -g (default none; "# profile CFG| " lines)
 # Every L1 boot holds /tmp/vpmu-l1.lock (flock): one L1 at a time.
 # Exit status: 0 if L1 ran every configuration it could (a mediated n/a
 # included), 1 otherwise.
@@ -65,6 +69,8 @@ STARTUP=${STARTUP:-9}
 LIMIT=${TIMEOUT:-3600}
 L2LIMIT=${L2TIMEOUT:-900}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}
+WHAT=${WHAT:-linux,msr}
+PROFILE=${PROFILE:-}
 cache=${VPMU_CACHE:-$HOME/.cache/vpmu}
 
 log() { echo "nested-kvm: $*" >&2; }
@@ -149,8 +155,8 @@ summary() {
         print "| **perf record -c P, loop_10M** (samples, ratio to floor(exact/P)) | | | | |"
         row("instructions:u -c 10007 (floor 1998)", "instructions:u_s", "self", 0, "1.000")
         row("branches:u -c 5003 (floor 1998)", "branches:u_s", "self", 0, "1.000")
-        for (k = 1; k <= 3; k++) for (o = 1; o <= 4; o++) {
-            c = col[k]; split("cpuid rdmsr-ctr wrmsr-ctr wrmsr-ctl", ops, " ")
+        for (k = 1; k <= 3; k++) for (o = 1; o <= 6; o++) {
+            c = col[k]; split("cpuid rdmsr-ctr wrmsr-ctr wrmsr-ctl rdmsr-ctl wrmsr-gctl", ops, " ")
             val[c, "msr_" ops[o]] = median(msr[c, ops[o]])
         }
         print "| **one L2 access, TSC ticks** (median of 7 x 1000; ratio to emulated) | | | | |"
@@ -158,6 +164,8 @@ summary() {
         row("RDMSR PERF_CTR0", "msr_rdmsr-ctr", "emulated", 0, "vpmu <= 2x")
         row("WRMSR PERF_CTR0", "msr_wrmsr-ctr", "emulated", 0, "vpmu <= 2x")
         row("WRMSR PERF_CTL0 (on/off)", "msr_wrmsr-ctl", "emulated", 0, "vpmu <= 2x")
+        row("RDMSR PERF_CTL0", "msr_rdmsr-ctl", "emulated", 0, "vpmu <= 2x")
+        row("WRMSR PerfCntrGlobalCtl (on/off; PerfMonV2 only)", "msr_wrmsr-gctl", "emulated", 0, "-")
         print "| **start-up, ms** (median of the runs; ratio to emulated) | | | | |"
         row("true", "st_true", "emulated", 1, "-")
         row("perf stat -e instructions true", "st_perf-stat", "emulated", 1, "-")
@@ -309,6 +317,7 @@ kernel=$OUT/l1/vmlinux
 # --- L1 --------------------------------------------------------------------------
 append="console=ttyS0 panic=-1 quiet nmi_watchdog=0 nk.runs=$RUNS nk.timeout=$L2LIMIT"
 append+=" nk.l2=nk.reps=$REPS:nk.rounds=$ROUNDS:nk.startup=$STARTUP"
+append+=" nk.what=$WHAT nk.profile=$PROFILE"
 cmd=("$QEMU" -L /usr/share/qemu -L /usr/share/seabios -accel tcg -cpu "$L1CPU" -m 3072
      -nographic -no-reboot -net none
      -kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" -append "$append")

@@ -199,7 +199,7 @@ build_wl() {   # build_wl SRC NAME N
 build_wl loop.S loop_1M 1000000
 build_wl loop.S loop_10M 10000000
 build_wl loop.S loop_100M 100000000
-build_wl loop.S loop_4G 4000000000   # migrate-kvm (nested): 8e9 instructions
+build_wl until.S until 200000000   # migrate-kvm (nested): 4e8 instructions a chunk
 build_wl hot.S hot 5000000
 
 install -m 0755 "$here/init" "$root/init"

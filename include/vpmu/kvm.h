@@ -83,6 +83,13 @@ typedef struct VpmuKvmOpts {
     int kvm_pmu;
     VpmuKvmRdpmc rdpmc;
     /*
+     * The host's general-purpose counters, shared by vpmu's host events
+     * and, live, KVM's own (one each per guest counter): 0 = from the
+     * host's CPUID.  Live mirroring programs at most this number minus
+     * the guest counters vpmu counts; the rest are snapshots.
+     */
+    unsigned host_counters;
+    /*
      * May be NULL: the system's ioctl().  Every KVM ioctl of the front end
      * goes through it (tests record KVM_SET_MSRS with it); gets opaque.
      */
@@ -95,6 +102,9 @@ typedef struct VpmuKvmStats {
     uint64_t mirrors;               /* KVM_SET_MSRS of counter values */
     uint64_t mirror_errors;
     uint64_t live_ctl_writes;       /* KVM selectors written (live RDPMC) */
+    uint64_t live_starved;          /* counters mirrored as snapshots: the
+                                       host had no counter left for KVM */
+    unsigned host_counters;         /* the budget's base (opts or CPUID) */
     uint64_t pmi_nmi, pmi_fixed;    /* PMIs injected */
     uint64_t pmi_masked;            /* PMIs dropped: LVTPC masked */
     uint64_t inject_errors;

@@ -74,7 +74,7 @@ static int rec_ioctl(void *opaque, int fd, unsigned long req, void *arg)
     return (int)m->nmsrs;
 }
 
-static void setup_mode(VpmuKvmRdpmc mode, bool has_global)
+static void setup_host(VpmuKvmRdpmc mode, bool has_global, unsigned host)
 {
     char err[128];
 
@@ -87,8 +87,14 @@ static void setup_mode(VpmuKvmRdpmc mode, bool has_global)
                               .source_ops = vpmu_fake_source_ops(),
                               .source = rec.fake, .opaque = &rec,
                               .kvm_pmu = 1, .rdpmc = mode,
-                              .ioctl = rec_ioctl };
+                              .host_counters = host, .ioctl = rec_ioctl };
     ck_assert_int_eq(vpmu_kvm_new(&rec.opts, &rec.k, err, sizeof(err)), 0);
+}
+
+/* A host with counters enough for vpmu's and KVM's events of all six. */
+static void setup_mode(VpmuKvmRdpmc mode, bool has_global)
+{
+    setup_host(mode, has_global, 12);
 }
 
 static void teardown(void)
@@ -228,6 +234,48 @@ START_TEST(live_global)
 END_TEST
 
 /*
+ * A six-counter host: with four guest counters counting, vpmu's events
+ * take four and KVM can have two.  Enabling counters 0-3 (instructions,
+ * USR+OS, INT), each enabling WRMSR counted on every counter enabled so
+ * far: after the fourth, vpmu's values are 4, 3, 2, 1.  Counters 0 and 1
+ * stay live (KVM gets one less: it counts the exit); counter 2 goes back
+ * to a snapshot (selector 0, the whole value), counter 3 never was live.
+ * Stopping counter 3 gives counter 2 its live selector back.
+ */
+START_TEST(live_budget)
+{
+    static const uint64_t third[][2] = {
+        { CTL(2), INSNS_ALL },
+        { CTR(0), 2 }, { CTR(1), 1 }, { CTR(2), 0 },
+        { CTR(3), 0 }, { CTR(4), 0 }, { CTR(5), 0 },
+    };
+    static const uint64_t fourth[][2] = {
+        { CTL(2), 0 },
+        { CTR(0), 3 }, { CTR(1), 2 }, { CTR(2), 2 },
+        { CTR(3), 1 }, { CTR(4), 0 }, { CTR(5), 0 },
+    };
+    VpmuKvmStats st;
+
+    setup_host(VPMU_KVM_RDPMC_LIVE, false, 6);
+    for (unsigned i = 0; i < 4; i++) {
+        exit_msr(KVM_EXIT_X86_WRMSR, CTL(i), INSNS_ALL_INT);
+    }
+    ck_assert_uint_eq(rec.ncalls, 4);
+    expect_call(2, third, 7);
+    expect_call(3, fourth, 7);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(3), 0);
+    ck_assert_uint_eq(rec.ncalls, 5);
+    ck_assert_uint_eq(rec.calls[4].n, 7);
+    ck_assert_uint_eq(rec.calls[4].e[0].index, CTL(2));
+    ck_assert_uint_eq(rec.calls[4].e[0].data, INSNS_ALL);
+    vpmu_kvm_stats(rec.k, &st);
+    ck_assert_uint_eq(st.host_counters, 6);
+    ck_assert_uint_eq(st.live_starved, 2);
+    ck_assert_uint_eq(st.live_ctl_writes, 6 + 1 + 1 + 1 + 1);
+}
+END_TEST
+
+/*
  * Snapshot mode: the deny-all filter, values only, nothing on enabling,
  * and no correction for the exit (KVM's PMCs do not count).
  */
@@ -258,6 +306,7 @@ int main(void)
 
     tcase_add_checked_fixture(tc, NULL, teardown);
     tcase_add_test(tc, live_first_enable);
+    tcase_add_test(tc, live_budget);
     tcase_add_test(tc, live_changed_selectors);
     tcase_add_test(tc, live_state_changed);
     tcase_add_test(tc, live_global);

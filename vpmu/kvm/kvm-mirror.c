@@ -92,6 +92,40 @@ static uint64_t live_ctl(const VpmuCounterInfo *info)
 }
 
 /*
+ * Live, every guest counter vpmu counts needs two host counters: vpmu's
+ * host event and KVM's own.  Both are pinned, and the host has only so
+ * many: when KVM's events take them, vpmu's fail and the guest counts
+ * nothing (six guest counters on a six-counter host, e.g. under guest
+ * multiplexing).  So only the GP counters the host can spare count live,
+ * lowest index first; the others are snapshots (selector 0), which the
+ * guest kernel's own RDPMCs, after a stop or in the PMI, read exactly.
+ * Return: how many were made snapshots.
+ */
+static unsigned apply_budget(const VpmuKvm *k, const VpmuCounterInfo *info,
+                             uint64_t *ctl)
+{
+    unsigned counting = 0, budget, starved = 0;
+
+    for (unsigned i = 0; i < k->cfg.nr_gp; i++) {
+        counting += info[i].state == VPMU_COUNTER_COUNTING;
+    }
+    budget = k->stats.host_counters > counting
+             ? k->stats.host_counters - counting : 0;
+    for (unsigned i = 0; i < k->cfg.nr_gp; i++) {
+        if (!ctl[i]) {
+            continue;
+        }
+        if (budget) {
+            budget--;
+        } else {
+            ctl[i] = 0;
+            starved++;
+        }
+    }
+    return starved;
+}
+
+/*
  * Does KVM count the RDMSR/WRMSR vpmu just served when it retires it on
  * the next KVM_RUN?  kvm_skip_emulated_instruction() counts an emulated
  * instruction on every enabled PMC of the instructions event whose CPL
@@ -99,7 +133,7 @@ static uint64_t live_ctl(const VpmuCounterInfo *info)
  */
 static bool kvm_counts_exit(const VpmuKvm *k, const VpmuCounterInfo *info)
 {
-    if (k->opts.rdpmc != VPMU_KVM_RDPMC_LIVE || !k->served_exit ||
+    if (!k->served_exit ||
         info->state != VPMU_COUNTER_COUNTING ||
         info->event != VPMU_EVENT_INSTRUCTIONS) {
         return false;
@@ -134,10 +168,11 @@ static bool global_ctl(const VpmuKvm *k, uint32_t *msr, uint64_t *val)
  * The selector writes of a live mirror, each only if KVM does not hold
  * that value already; @ctl receives the values.  The global control goes
  * first, once: a KVM without it (Linux 6.1 on AMD) refuses it as entry 0.
+ * @starved receives how many counters the budget made snapshots.
  * Return: whether it was added.
  */
 static bool add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
-                          uint64_t *ctl, MirrorBuf *b)
+                          uint64_t *ctl, unsigned *starved, MirrorBuf *b)
 {
     bool all = !k->kvm_ctl_valid, fixed_changed = false, global = false;
     uint64_t fixed_ctrl = 0, gval;
@@ -149,6 +184,9 @@ static bool add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
     }
     for (unsigned i = 0; i < nr_counters(k); i++) {
         ctl[i] = live_ctl(&info[i]);
+    }
+    *starved = apply_budget(k, info, ctl);
+    for (unsigned i = 0; i < nr_counters(k); i++) {
         if (i >= k->cfg.nr_gp) {
             fixed_ctrl |= ctl[i] << ((i - k->cfg.nr_gp) * FIXED_CTRL_FIELD_BITS);
             fixed_changed |= all || ctl[i] != k->kvm_ctl[i];
@@ -191,7 +229,7 @@ int vpmu_kvm_mirror(VpmuKvm *k)
     uint64_t ctl[MAX_MIRROR];
     bool live = k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE, global = false;
     MirrorBuf b;
-    unsigned nsel;
+    unsigned nsel, starved = 0;
     int ret, done = 0;
 
     if (!k->stats.kvm_pmu) {
@@ -203,15 +241,17 @@ int vpmu_kvm_mirror(VpmuKvm *k)
 retry:
     memset(&b, 0, sizeof(b));
     if (live) {
-        global = add_selectors(k, info, ctl, &b);
+        global = add_selectors(k, info, ctl, &starved, &b);
     }
     nsel = b.hdr.nmsrs;
     for (unsigned i = 0; i < nr_counters(k); i++) {
         uint64_t mask = i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
                                          : (1ull << k->cfg.fixed_width) - 1;
 
-        add(&b, value_msr(&k->cfg, info[i].id),
-            (info[i].value - kvm_counts_exit(k, &info[i])) & mask);
+        /* A snapshot (selector 0) does not count the exit. */
+        bool exit = live && ctl[i] && kvm_counts_exit(k, &info[i]);
+
+        add(&b, value_msr(&k->cfg, info[i].id), (info[i].value - exit) & mask);
     }
     ret = set_msrs(k, &b, &done);
     if (ret == -EIO && done == 0 && global) {
@@ -225,6 +265,7 @@ retry:
     k->stats.mirrors++;
     if (live) {
         k->stats.live_ctl_writes += nsel;
+        k->stats.live_starved += starved;
         memcpy(k->kvm_ctl, ctl, sizeof(ctl[0]) * nr_counters(k));
         k->kvm_ctl_valid = true;
     }

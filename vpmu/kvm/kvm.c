@@ -3,6 +3,7 @@
  * vpmu KVM front end: one vCPU's PMU MSR exits, RDPMC mirroring and PMI
  * injection.  The design is in docs/kvm.md; the contract in kvm.h.
  */
+#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -126,6 +127,42 @@ static void install_deny_all(VpmuKvm *k)
     }
 }
 
+/*
+ * The host's general-purpose counters, from its CPUID.  AMD: with
+ * PerfMonV2 (Fn8000_0022 EAX[0]) EBX[3:0] NumPerfCtrCore; else 6 with
+ * PerfCtrExtCore (Fn8000_0001 ECX[23]), else the legacy 4 (APM Vol. 3,
+ * appendix E).  Intel: CPUID.0AH:EAX[15:8] (SDM Vol. 2A, CPUID).
+ */
+static unsigned host_gp_counters(void)
+{
+    unsigned a, b, c, d, max;
+
+    if (!__get_cpuid(0, &max, &b, &c, &d)) {
+        return 0;
+    }
+    if (b == signature_INTEL_ebx) {
+        if (max < 0xA) {
+            return 0;
+        }
+        __cpuid(0xA, a, b, c, d);
+        return (a & CPUID_0A_EAX_NR_GP_MASK) >> CPUID_0A_EAX_NR_GP_SHIFT;
+    }
+    max = __get_cpuid_max(0x80000000, NULL);
+    if (max >= 0x80000022) {
+        __cpuid(0x80000022, a, b, c, d);
+        if (a & CPUID_80000022_EAX_PERFMON_V2) {
+            return b & CPUID_80000022_EBX_NR_CORE_MASK;
+        }
+    }
+    if (max >= 0x80000001) {
+        __cpuid(0x80000001, a, b, c, d);
+        if (c & CPUID_80000001_ECX_PERFCTR_CORE) {
+            return 6;
+        }
+    }
+    return 4;
+}
+
 int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
                  size_t errlen)
 {
@@ -164,6 +201,8 @@ int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
     if (opts->rdpmc == VPMU_KVM_RDPMC_SNAPSHOT) {
         install_deny_all(k);
     }
+    k->stats.host_counters = opts->host_counters ? opts->host_counters
+                                                 : host_gp_counters();
     k->stats.kvm_pmu = opts->kvm_pmu ? opts->kvm_pmu > 0 : probe_kvm_pmu(opts->vm_fd);
     if (!k->stats.kvm_pmu) {
         vpmu_kvm__log(k, "KVM has no vPMU: guest RDPMC takes #GP");
