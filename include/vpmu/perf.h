@@ -108,6 +108,9 @@ typedef struct VpmuPerfStats {
     uint64_t ioctl_errors;      /* failed ioctl/read/fcntl */
     int last_error;             /* -errno of the last failure, 0 if none */
     uint64_t multiplexed_reads; /* reads with time_running < time_enabled */
+    uint64_t lost_ns;           /* sum of time_enabled - time_running over
+                                   those reads: time the guest's events were
+                                   enabled on the host but not counting */
     uint64_t pinned_failures;   /* pinned events the host could not keep */
     uint64_t overflows;         /* overflow callbacks made */
     unsigned active;            /* host events backing a guest counter */

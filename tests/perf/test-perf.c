@@ -299,11 +299,14 @@ static void multiplex_case(VpmuPerfMultiplex mode, uint64_t expect)
     fake_sys_run(&env.fs, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 400);
     ck_assert_uint_eq(rd(A_PMC(0)), expect);
     ck_assert_uint_eq(perf_stats().multiplexed_reads, 1);
+    /* Enabled 400, running 100: 300 lost, whatever the policy. */
+    ck_assert_uint_eq(perf_stats().lost_ns, 300);
     /* Running the whole time again: that interval is not multiplexed. */
     env.fs.run_den = 1;
     fake_sys_run(&env.fs, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 8);
     ck_assert_uint_eq(rd(A_PMC(0)), expect + 8);
     ck_assert_uint_eq(perf_stats().multiplexed_reads, 1);
+    ck_assert_uint_eq(perf_stats().lost_ns, 300);
     env_down();
 }
 

@@ -225,6 +225,17 @@ static int mirror_fail(VpmuKvm *k, int ret)
 
 int vpmu_kvm_mirror(VpmuKvm *k)
 {
+    return vpmu_kvm__mirror_some(k, ~0ull);
+}
+
+/*
+ * The values of the counters in @mask (bit i: the i-th counter, GP then
+ * fixed), and of every counter whose KVM selector changes now.  A value
+ * write costs KVM a perf_event_period() of its live host event: only the
+ * counters the guest just touched need one.
+ */
+int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask)
+{
     VpmuCounterInfo info[MAX_MIRROR];
     uint64_t ctl[MAX_MIRROR];
     bool live = k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE, global = false;
@@ -245,13 +256,19 @@ retry:
     }
     nsel = b.hdr.nmsrs;
     for (unsigned i = 0; i < nr_counters(k); i++) {
-        uint64_t mask = i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
-                                         : (1ull << k->cfg.fixed_width) - 1;
-
+        uint64_t width = i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
+                                          : (1ull << k->cfg.fixed_width) - 1;
         /* A snapshot (selector 0) does not count the exit. */
         bool exit = live && ctl[i] && kvm_counts_exit(k, &info[i]);
+        bool sel = live && (!k->kvm_ctl_valid || ctl[i] != k->kvm_ctl[i]);
 
-        add(&b, value_msr(&k->cfg, info[i].id), (info[i].value - exit) & mask);
+        if ((mask & (1ull << i)) || sel) {
+            add(&b, value_msr(&k->cfg, info[i].id),
+                (info[i].value - exit) & width);
+        }
+    }
+    if (b.hdr.nmsrs == 0) {
+        return 0;       /* nothing KVM holds changed */
     }
     ret = set_msrs(k, &b, &done);
     if (ret == -EIO && done == 0 && global) {

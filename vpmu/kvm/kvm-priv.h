@@ -77,5 +77,6 @@ void vpmu_kvm__log(VpmuKvm *k, const char *fmt, ...)
 
 /* kvm-mirror.c */
 void vpmu_kvm__mirror_if_any(VpmuKvm *k);
+int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask);
 
 #endif /* VPMU_KVM_PRIV_H */

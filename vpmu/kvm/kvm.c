@@ -336,6 +336,48 @@ static bool msr_is_counter(const VpmuConfig *cfg, uint32_t msr)
             msr < MSR_AMD_F15H_PERF_CTR0 + 2 * cfg->nr_gp && (msr & 1));
 }
 
+/*
+ * The counters a counter or control MSR concerns, as mirror bits (GP i:
+ * bit i; fixed j: bit nr_gp + j): one for a counter or its selector, the
+ * fixed ones for FIXED_CTR_CTRL, all for a global control (and anything
+ * else).
+ */
+static uint64_t msr_counters(const VpmuConfig *cfg, uint32_t msr)
+{
+    uint32_t f15h = MSR_AMD_F15H_PERF_CTL0, gp = cfg->nr_gp;
+
+    if (cfg->vendor == VPMU_VENDOR_INTEL) {
+        if (msr >= MSR_INTEL_PERFEVTSEL0 && msr < MSR_INTEL_PERFEVTSEL0 + gp) {
+            return 1ull << (msr - MSR_INTEL_PERFEVTSEL0);
+        }
+        if (msr >= MSR_INTEL_PMC0 && msr < MSR_INTEL_PMC0 + gp) {
+            return 1ull << (msr - MSR_INTEL_PMC0);
+        }
+        if (msr >= MSR_INTEL_A_PMC0 && msr < MSR_INTEL_A_PMC0 + gp) {
+            return 1ull << (msr - MSR_INTEL_A_PMC0);
+        }
+        if (msr >= MSR_INTEL_FIXED_CTR0 &&
+            msr < MSR_INTEL_FIXED_CTR0 + cfg->nr_fixed) {
+            return 1ull << (gp + msr - MSR_INTEL_FIXED_CTR0);
+        }
+        if (msr == MSR_INTEL_FIXED_CTR_CTRL) {
+            return ((1ull << cfg->nr_fixed) - 1) << gp;
+        }
+        return ~0ull;
+    }
+    if (msr >= MSR_AMD_K7_EVNTSEL0 && msr < MSR_AMD_K7_EVNTSEL0 + 4) {
+        return 1ull << (msr - MSR_AMD_K7_EVNTSEL0);
+    }
+    if (msr >= MSR_AMD_K7_PERFCTR0 && msr < MSR_AMD_K7_PERFCTR0 + 4) {
+        return 1ull << (msr - MSR_AMD_K7_PERFCTR0);
+    }
+    /* F15H: CTL i at 0xC0010200 + 2i, CTR i right after (APM 13.2.1). */
+    if (msr >= f15h && msr < f15h + 2 * gp) {
+        return 1ull << ((msr - f15h) / 2);
+    }
+    return ~0ull;
+}
+
 static bool msr_is_status(const VpmuConfig *cfg, uint32_t msr)
 {
     return msr == (cfg->vendor == VPMU_VENDOR_INTEL ? MSR_INTEL_GLOBAL_STATUS
@@ -416,10 +458,11 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
      * RDPMC next.  A counter write changes what RDPMC must return.  Live,
      * KVM's PMCs also start and stop with the guest's: any control change.
      */
-    if ((old & enables & ~run->msr.data) || msr_is_counter(&k->cfg, msr) ||
-        (k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE && enables &&
-         old != run->msr.data)) {
-        vpmu_kvm__mirror_if_any(k);
+    if (k->stats.kvm_pmu &&
+        ((old & enables & ~run->msr.data) || msr_is_counter(&k->cfg, msr) ||
+         (k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE && enables &&
+          old != run->msr.data))) {
+        (void)vpmu_kvm__mirror_some(k, msr_counters(&k->cfg, msr));
     }
     return 0;
 }

@@ -374,6 +374,7 @@ int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
     h->last = now;
     if (dr < de) {
         src->stats.multiplexed_reads++;
+        src->stats.lost_ns += de - dr;
         if (src->opts.multiplex == VPMU_PERF_MULTIPLEX_SCALED && dr) {
             dv = scale(dv, de, dr);
         }
