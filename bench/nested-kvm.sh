@@ -42,7 +42,8 @@
 #               lists in .../sidapt) or guest (the guest image's 6.1: no
 #               mediated vPMU)
 #   RUNS        L1's configurations, in order (default off,emulated,vpmu,mediated,off:
-#               the pmu=off baseline before and after, its runs pooled)
+#               the pmu=off baseline before and after, its runs pooled;
+#               also vpmusnap: -accel kvm,vpmu=on,vpmu-rdpmc=snapshot)
 #   REPS        bench-work runs per mode and configuration (default 5)
 #   ROUNDS      bench-work's argument (default 20)
 #   STARTUP     runs of each start-up command (default 9)
@@ -113,7 +114,7 @@ summary() {
     }
     function row(label, key, refkey, digits, target,   c, s, k) {
         s = "| " label
-        for (k = 1; k <= 3; k++) { c = col[k]; s = s " | " cell(c, val[c, key], refkey == "" ? "" : val[refkey == "self" ? c : "emulated", refkey == "self" ? key "_ref" : key], digits) }
+        for (k = 1; k <= ncol; k++) { c = col[k]; s = s " | " cell(c, val[c, key], refkey == "" ? "" : val[refkey == "self" ? c : "emulated", refkey == "self" ? key "_ref" : key], digits) }
         print s " | " target " |"
     }
     /^NK-L1-EXIT/ { l1exit = $2 }
@@ -135,16 +136,20 @@ summary() {
     /^NKMSR [a-z]+ op=/ { c = $2; o = kv("op"); n = kv("iters"); if (n > 0) msr[c, o] = msr[c, o] " " kv("tsc") / n }
     /^NKMSR [a-z]+ done/ { gp[$2] = kv("gp") }
     END {
-        col[1] = "emulated"; col[2] = "mediated"; col[3] = "vpmu"
+        col[1] = "emulated"; col[2] = "mediated"; col[3] = "vpmu"; ncol = 3
+        # vpmusnap (vpmu-rdpmc=snapshot) gets a column when it ran.
+        for (k in msr) { split(k, kk, SUBSEP); if (kk[1] == "vpmusnap") snap = 1 }
+        if (snap || seen["vpmusnap"]) { col[4] = "vpmusnap"; ncol = 4 }
         if (na["mediated"] == "" && !seen["mediated"] && mna != "") na["mediated"] = mna
         for (i = 1; i <= nl1; i++) print "L1: " l1[i]
         print "L1 exit: " (l1exit == "" ? "none (timed out or crashed)" : l1exit)
-        for (k = 1; k <= 3; k++) if (na[col[k]] != "") print col[k] ": n/a: " na[col[k]]
+        for (k = 1; k <= ncol; k++) if (na[col[k]] != "") print col[k] ": n/a: " na[col[k]]
         if (na["off"] != "") print "off: n/a: " na["off"]
         for (c in inc) print c ": incomplete: " inc[c] " (its medians are of the runs it finished)"
         print ""
-        print "| | emulated | mediated | vpmu | target |"
-        print "|---|---:|---:|---:|---|"
+        s = "| "; d = "|---"
+        for (k = 1; k <= ncol; k++) { s = s " | " col[k]; d = d "|---:" }
+        print s " | target |"; print d "|---|"
         print "| **counts** (value, ratio to exact) | | | | |"
         row("loop_1M instructions:u (exact 2,000,004)", "loop_1M_i", "self", 0, "1.000")
         row("loop_1M branches:u (exact 1,000,001)", "loop_1M_b", "self", 0, "1.000")
@@ -155,7 +160,7 @@ summary() {
         print "| **perf record -c P, loop_10M** (samples, ratio to floor(exact/P)) | | | | |"
         row("instructions:u -c 10007 (floor 1998)", "instructions:u_s", "self", 0, "1.000")
         row("branches:u -c 5003 (floor 1998)", "branches:u_s", "self", 0, "1.000")
-        for (k = 1; k <= 3; k++) for (o = 1; o <= 6; o++) {
+        for (k = 1; k <= ncol; k++) for (o = 1; o <= 6; o++) {
             c = col[k]; split("cpuid rdmsr-ctr wrmsr-ctr wrmsr-ctl rdmsr-ctl wrmsr-gctl", ops, " ")
             val[c, "msr_" ops[o]] = median(msr[c, ops[o]])
         }
@@ -170,7 +175,7 @@ summary() {
         row("true", "st_true", "emulated", 1, "-")
         row("perf stat -e instructions true", "st_perf-stat", "emulated", 1, "-")
         off = median(work["off", "plain"])
-        for (k = 1; k <= 3; k++) {
+        for (k = 1; k <= ncol; k++) {
             c = col[k]
             for (m = 1; m <= 3; m++) {
                 split("plain stat record", ms, " ")
@@ -184,7 +189,7 @@ summary() {
         row("perf stat, 6 events", "w_stat", "self", 3, "vpmu <= emulated")
         row("perf record -F 1000 -e cycles", "w_record", "self", 3, "vpmu <= emulated")
         print ""
-        for (k = 1; k <= 3; k++) {
+        for (k = 1; k <= ncol; k++) {
             c = col[k]
             if (smp[c] != "") printf "%s: perf record samples per run:%s; perf stat running%%: %s; MSR payload #GPs: %s\n", c, smp[c], run[c], gp[c]
         }
