@@ -22,7 +22,7 @@
 #       with -vga none -net none, so no VGA BIOS or NIC ROM;
 #     - /l2/{vmlinux,initramfs.cpio.gz}: the L2 guest image (vmlinuz if it
 #       has no vmlinux);
-#     - /init: init-l1.
+#     - /init: init-l1, and /l1-checks.sh, which it sources.
 #
 # Usage: build-l1.sh [OUT]        (OUT defaults to build/nested)
 #
@@ -202,6 +202,7 @@ done
 mkdir -p "$root/l2"
 cp "$l2_kernel" "$l2/initramfs.cpio.gz" "$root/l2/"
 install -m 0755 "$here/init-l1" "$root/init"
+install -m 0644 "$here/l1-checks.sh" "$root/l1-checks.sh"
 
 # Sanity check on the host: QEMU runs from the tree.
 if [[ $(id -u) == 0 ]]; then

@@ -85,7 +85,7 @@ if stale "$IMAGE/initramfs.cpio.gz" "$linux/build-image.sh" "$linux/init" \
     "$linux/build-image.sh" "$IMAGE" >"$OUT/build-image.log" 2>&1 ||
         build_fail "build the guest image" "$OUT/build-image.log"
 fi
-if stale "$OUT/initramfs.cpio.gz" "$QEMU" "$HERE/build-l1.sh" "$HERE/init-l1" \
+if stale "$OUT/initramfs.cpio.gz" "$QEMU" "$HERE/build-l1.sh" "$HERE/init-l1" "$HERE/l1-checks.sh" \
         "$IMAGE/initramfs.cpio.gz" "$IMAGE/vmlinuz"; then
     echo "# building the L1 image: guest-tests/nested/build-l1.sh $OUT"
     s=$(date +%s)
