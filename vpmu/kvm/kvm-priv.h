@@ -39,7 +39,6 @@
 /* Intel IA32_PERF_GLOBAL_CTRL: fixed counter i enable is bit 32 + i. */
 #define GLOBAL_CTRL_FIXED_SHIFT 32
 
-/* Longest GP + fixed counter set: Intel 8 GP + 4 fixed. */
 /* CPUID fields of the host's PMU size (host_gp_counters()). */
 #define CPUID_0A_EAX_NR_GP_SHIFT        8
 #define CPUID_0A_EAX_NR_GP_MASK         (0xFFu << CPUID_0A_EAX_NR_GP_SHIFT)
@@ -47,6 +46,7 @@
 #define CPUID_80000022_EBX_NR_CORE_MASK 0xFu
 #define CPUID_80000001_ECX_PERFCTR_CORE (1u << 23)
 
+/* Longest GP + fixed counter set: Intel 8 GP + 4 fixed. */
 #define MAX_MIRROR (VPMU_INTEL_MAX_GP + VPMU_INTEL_V5_MAX_FIXED)
 
 struct VpmuKvm {
