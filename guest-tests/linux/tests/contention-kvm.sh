@@ -29,26 +29,27 @@ if [ "${VPMU_NESTED:-0}" != 1 ]; then
 fi
 
 
+# loop PHASE I B IDESC BDESC: loop_1M under perf stat must count
+# instructions:u = I and branches:u = B (IDESC, BDESC: how the checks say it).
+loop() {
+    pstat c.csv instructions:u,branches:u "$BIN/loop_1M"
+    i=$(count c.csv instructions:u)
+    b=$(count c.csv branches:u)
+    diag "$1_loop_1M: instructions:u=$i branches:u=$b (expected $2 and $3)"
+    check "$1: loop_1M instructions:u = $4" eq "$i" "$2"
+    check "$1: loop_1M branches:u = $5" eq "$b" "$3"
+}
+
 # L1 reads query-vpmu before, while contended and after the release: the
 # host counter time vpmu's events lost (source-lost-ns) must grow while L1
-# holds the counters and not after (L1 checks; vpmu configuration only).
+# holds the counters (L1 checks; vpmu configuration only).
 ask_l1 "query before-contend" || :
 check "L1 holds all its counters" ask_l1 contend
-pstat c.csv instructions:u,branches:u "$BIN/loop_1M"
-i=$(count c.csv instructions:u)
-b=$(count c.csv branches:u)
-diag "contended_loop_1M: instructions:u=$i branches:u=$b (0 and 0: no counter time)"
-check "contended: loop_1M instructions:u = 0" eq "$i" 0
-check "contended: loop_1M branches:u = 0" eq "$b" 0
+loop contended 0 0 0 0
 ask_l1 "query contended" || :
 
 check "L1 released its counters" ask_l1 release
-pstat c.csv instructions:u,branches:u "$BIN/loop_1M"
-i=$(count c.csv instructions:u)
-b=$(count c.csv branches:u)
-diag "released_loop_1M: instructions:u=$i branches:u=$b (2N+4=$((2 * N + 4)), N+1=$((N + 1)))"
-check "released: loop_1M instructions:u = 2N+4" eq "$i" $((2 * N + 4))
-check "released: loop_1M branches:u = N+1" eq "$b" $((N + 1))
+loop released $((2 * N + 4)) $((N + 1)) 2N+4 N+1
 ask_l1 "query released" || :
 
 finish
