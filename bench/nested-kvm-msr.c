@@ -27,7 +27,8 @@
  */
 #include <stdint.h>
 
-#define COM1            0x3f8
+#include "../guest-tests/kvm/serial.h"
+
 #define MSR_PERF_CTL0   0xc0010200u
 #define MSR_PERF_CTR0   0xc0010201u
 #define MSR_GLOBAL_CTL  0xc0000301u
@@ -37,34 +38,6 @@
 #define REPS            7
 
 volatile uint32_t gp_count, nmi_count;  /* entry.S's handlers count */
-
-static void outb(uint16_t port, uint8_t v)
-{
-    asm volatile("outb %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static uint8_t inb(uint16_t port)
-{
-    uint8_t v;
-
-    asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-
-static void putch(char c)
-{
-    while (!(inb(COM1 + 5) & 0x20)) {
-        /* LSR.THRE */
-    }
-    outb(COM1, c);
-}
-
-static void puts_(const char *s)
-{
-    while (*s) {
-        putch(*s++);
-    }
-}
 
 /* Decimal without 64-bit division: binary long division by 10. */
 static void putu64(uint64_t v)

@@ -14,7 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define COM1            0x3f8
+#include "serial.h"
+
 
 #define MSR_IA32_PMC0           0xc1
 #define MSR_IA32_APIC_BASE      0x1b
@@ -45,34 +46,6 @@
 volatile uint32_t gp_count, nmi_count;  /* entry.S's handlers count */
 
 static unsigned tests, failures;
-
-static void outb(uint16_t port, uint8_t v)
-{
-    asm volatile("outb %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static uint8_t inb(uint16_t port)
-{
-    uint8_t v;
-
-    asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-
-static void putch(char c)
-{
-    while (!(inb(COM1 + 5) & 0x20)) {
-        /* LSR.THRE */
-    }
-    outb(COM1, c);
-}
-
-static void puts_(const char *s)
-{
-    while (*s) {
-        putch(*s++);
-    }
-}
 
 static void putdec(uint32_t n)
 {
