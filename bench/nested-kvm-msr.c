@@ -27,7 +27,7 @@
  */
 #include <stdint.h>
 
-#include "../guest-tests/kvm/serial.h"
+#include "../guest-tests/serial.h"
 
 #define MSR_PERF_CTL0   0xc0010200u
 #define MSR_PERF_CTR0   0xc0010201u

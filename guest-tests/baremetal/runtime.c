@@ -8,7 +8,6 @@
  */
 #include "runtime.h"
 
-#define COM1            0x3F8
 #define DEBUG_EXIT_PORT 0xF4
 
 #define MB_BOOT_MAGIC   0x2BADB002u
@@ -65,18 +64,9 @@ void serial_init(void)
     outb(COM1 + 2, 0xC7);       /* FIFO on, cleared */
 }
 
-static void putch(char c)
-{
-    while (!(inb(COM1 + 5) & 0x20)) {   /* LSR.THRE */
-    }
-    outb(COM1, (uint8_t)c);
-}
-
 void putstr(const char *s)
 {
-    while (*s) {
-        putch(*s++);
-    }
+    puts_(s);
 }
 
 /*

@@ -130,17 +130,8 @@ static inline uint64_t mask64(unsigned n)
     return n >= 64 ? ~0ull : (1ull << n) - 1;
 }
 
-static inline void outb(uint16_t port, uint8_t v)
-{
-    asm volatile("outb %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static inline uint8_t inb(uint16_t port)
-{
-    uint8_t v;
-    asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
+/* outb, inb, putch, puts_ and COM1 */
+#include "../serial.h"
 
 /* The payload's entry point (pmu-intel.c / pmu-amd.c). */
 void payload_main(void);

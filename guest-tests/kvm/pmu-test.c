@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "serial.h"
+#include "../serial.h"
 
 
 #define MSR_IA32_PMC0           0xc1

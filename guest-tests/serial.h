@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * COM1 output for the -bios payloads (guest-tests/kvm/pmu-test.c,
- * bench/nested-kvm-msr.c): real mode, polled, no interrupts.
+ * COM1 output for the bare payloads (guest-tests/baremetal/runtime.c,
+ * guest-tests/kvm/pmu-test.c, bench/nested-kvm-msr.c): port I/O, polled,
+ * no interrupts.
  */
 #ifndef VPMU_PAYLOAD_SERIAL_H
 #define VPMU_PAYLOAD_SERIAL_H
@@ -30,7 +31,7 @@ static inline void putch(char c)
     while (!(inb(COM1 + COM_LSR) & COM_LSR_THRE)) {
         /* wait for the transmitter */
     }
-    outb(COM1, c);
+    outb(COM1, (uint8_t)c);
 }
 
 static inline void puts_(const char *s)
