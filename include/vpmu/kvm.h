@@ -162,8 +162,9 @@ VPMU_API int vpmu_kvm_handle_msr_exit(VpmuKvm *k);
 
 /**
  * vpmu_kvm_service() - after every KVM_RUN: deliver a pending PMI
- * (mirror first, then NMI or vector per LVTPC).  The VMM calls its
- * source's service first (vpmu_perf_source_service()).
+ * (mirror first, then NMI or vector per LVTPC), then the source's tick
+ * (VpmuSourceOps.tick).  The VMM calls its source's service first
+ * (vpmu_perf_source_service()).
  * Return: 0, or -errno of a failed injection (counted, logged once).
  */
 VPMU_API int vpmu_kvm_service(VpmuKvm *k);

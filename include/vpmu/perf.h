@@ -113,6 +113,10 @@ typedef struct VpmuPerfStats {
                                    enabled on the host but not counting */
     uint64_t pinned_failures;   /* pinned events the host could not keep */
     uint64_t overflows;         /* overflow callbacks made */
+    uint64_t soft_enables;      /* guest enables served by a read, the host
+                                   event still running from before */
+    uint64_t soft_releases;     /* host events disabled after their guest
+                                   counter stayed off (tick/service) */
     unsigned active;            /* host events backing a guest counter */
     unsigned parked;            /* idle host events kept for reuse */
     bool hw_pmu;                /* the host has a hardware PMU */

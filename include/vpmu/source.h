@@ -103,6 +103,13 @@ typedef struct VpmuSourceOps {
     int (*disable)(void *src, VpmuSourceHandle *h);
     int (*read)(void *src, VpmuSourceHandle *h, uint64_t *count);
     void (*close)(void *src, VpmuSourceHandle *h);
+    /*
+     * May be NULL.  The front end calls it before every return to the
+     * guest (vpmu_kvm_service()): a source that keeps disabled events
+     * running to make the next enable cheap lets go of the ones the guest
+     * has left off for a while.
+     */
+    void (*tick)(void *src);
 } VpmuSourceOps;
 
 /* --- The deterministic fake source (tests, benchmarks, demos) --------- */
@@ -123,6 +130,7 @@ typedef enum VpmuFakeOp {
 typedef struct VpmuFakeStats {
     uint64_t calls[VPMU_FAKE_OP__COUNT];
     uint64_t closes;
+    uint64_t ticks;
     unsigned open_handles;
 } VpmuFakeStats;
 

@@ -200,6 +200,7 @@ START_TEST(live_state_changed)
         { CTR(0), 6 }, { CTR(1), 0 }, { CTR(2), 0 },
         { CTR(3), 0 }, { CTR(4), 0 }, { CTR(5), 0 },
     };
+    VpmuFakeStats fst;
     VpmuKvmStats st;
 
     setup_mode(VPMU_KVM_RDPMC_LIVE, false);
@@ -214,6 +215,9 @@ START_TEST(live_state_changed)
     ck_assert_uint_eq(rec.refused, 1);
     vpmu_kvm_stats(rec.k, &st);
     ck_assert_uint_eq(st.live_ctl_writes, 12);
+    /* Every return to the guest ticks the source: 3 services. */
+    vpmu_fake_source_stats(rec.fake, &fst);
+    ck_assert_uint_eq(fst.ticks, 3);
 }
 END_TEST
 

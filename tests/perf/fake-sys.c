@@ -83,6 +83,8 @@ static int fake_ioctl(void *ctx, int fd, unsigned long req, unsigned long arg)
     }
     if (site == FAKE_ENABLE || site == FAKE_DISABLE) {
         e->enabled = site == FAKE_ENABLE;
+        e->enables += site == FAKE_ENABLE;
+        e->disables += site == FAKE_DISABLE;
     } else if (site == FAKE_PERIOD) {
         e->attr.sample_period = *(const uint64_t *)arg;
         e->periods++;

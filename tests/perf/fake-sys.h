@@ -30,6 +30,7 @@ typedef struct FakeFd {
     bool async;                     /* F_SETFL O_ASYNC */
     bool error_state;               /* pinned and lost: read() returns 0 */
     unsigned resets, periods;
+    unsigned enables, disables;     /* IOC_ENABLE / IOC_DISABLE calls */
 } FakeFd;
 
 /* Where a failure can be injected. */

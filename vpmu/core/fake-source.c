@@ -128,6 +128,13 @@ static void fake_close(void *src, VpmuSourceHandle *h)
     }
 }
 
+static void fake_tick(void *src)
+{
+    VpmuFakeSource *fake = src;
+
+    fake->stats.ticks++;
+}
+
 static const VpmuSourceOps fake_ops = {
     .name = "fake",
     .open = fake_open,
@@ -136,6 +143,7 @@ static const VpmuSourceOps fake_ops = {
     .disable = fake_disable,
     .read = fake_read,
     .close = fake_close,
+    .tick = fake_tick,
 };
 
 const VpmuSourceOps *vpmu_fake_source_ops(void)

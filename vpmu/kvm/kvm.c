@@ -550,5 +550,8 @@ int vpmu_kvm_service(VpmuKvm *k)
     }
     /* The next KVM_RUN retires the exit: later mirrors count it whole. */
     k->served_exit = false;
+    if (k->opts.source_ops->tick) {
+        k->opts.source_ops->tick(k->opts.source);
+    }
     return ret;
 }

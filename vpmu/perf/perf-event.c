@@ -347,7 +347,8 @@ static int event_pinned_failure(VpmuPerfSource *src, VpmuSourceHandle *h)
 }
 
 /*
- * Read the event and advance h->count.  Deltas since the last read are
+ * Read the event and advance h->count, if the guest counter is on.
+ * Deltas since the last read are
  * scaled (opts.multiplex) one interval at a time, so the count stays
  * monotonic even when the running/enabled ratio changes.
  */
@@ -372,6 +373,11 @@ int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
     de = now.time_enabled - h->last.time_enabled;
     dr = now.time_running - h->last.time_running;
     h->last = now;
+    if (!h->enabled) {
+        /* Counted while the guest had it off (perf_disable()): dropped. */
+        h->skewed |= dv != 0;
+        return 0;
+    }
     if (dr < de) {
         src->stats.multiplexed_reads++;
         src->stats.lost_ns += de - dr;

@@ -17,6 +17,13 @@
 /* ns * hz must fit 64 bits for every ns < 1e9: hz < 2^64 / 1e9. */
 #define VPMU_PERF_TSC_HZ_MAX            10000000000ull
 #define VPMU_NS_PER_SEC                 1000000000ull
+/*
+ * Returns to the guest a host event stays enabled after the guest turned
+ * its counter off.  A PMI handler keeps counters off for 3-4 exits (the
+ * global disable, counter writes, the status clear); a multiplexing
+ * rotation or context switch for longer, but then a reschedule is due.
+ */
+#define VPMU_PERF_OFF_TICKS             16
 
 /*
  * The read(2) layout for read_format = TOTAL_TIME_ENABLED |
@@ -42,7 +49,11 @@ struct VpmuSourceHandle {
                                        the host period programmed now */
     VpmuSourceAttr attr;            /* the guest's request (active only) */
     bool clock;             /* task-clock fallback: host ns, guest ticks */
-    bool enabled;
+    bool enabled;           /* the guest counter counts */
+    bool hw_on;             /* the host event is enabled */
+    bool skewed;            /* the kernel's countdown is ahead of the
+                               guest period (counts were discarded) */
+    bool stale;             /* the guest period changed while off */
     bool due;               /* service(): the period elapsed */
     int error;              /* sticky: the event failed (e.g. pinned) */
     VpmuPerfReading last;   /* raw values at the last read or reset */
@@ -50,6 +61,7 @@ struct VpmuSourceHandle {
     uint64_t count;         /* guest units since open */
     uint64_t period_start;  /* count when the current countdown began */
     uint64_t parked_at;     /* src->pass when parked */
+    uint64_t off_tick;      /* src->ticks when the guest turned it off */
 };
 
 struct VpmuPerfSource {
@@ -62,6 +74,8 @@ struct VpmuPerfSource {
     VpmuSourceHandle *active;
     VpmuSourceHandle *parked;
     uint64_t pass;          /* service passes so far */
+    uint64_t ticks;         /* tick() calls so far */
+    unsigned soft_off;      /* active handles off for the guest, hw_on */
     bool logged_pinned, logged_error;
     VpmuPerfStats stats;
 };

@@ -131,7 +131,7 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
         }
     }
     h->attr = *attr;
-    h->enabled = false;
+    h->enabled = h->hw_on = h->skewed = h->stale = false;
     h->host = h->count = h->period_start = 0;
     h->next = src->active;
     src->active = h;
@@ -156,7 +156,13 @@ static int perf_update(void *opaque, VpmuSourceHandle *h,
         return -EOPNOTSUPP;
     }
     r = vpmu_perf_event_read(src, h);
-    if (r == 0) {
+    if (r == 0 && h->count - h->period_start + attr->sample_period ==
+                  h->attr.sample_period) {
+        /* What it counted, not a new period: the overflow stays put. */
+        src->stats.reuses++;
+        return 0;
+    }
+    if (r == 0 && h->enabled) {
         r = set_period(src, h, vpmu_perf_host_period(src, h->clock,
                                                      attr->sample_period));
     }
@@ -164,13 +170,16 @@ static int perf_update(void *opaque, VpmuSourceHandle *h,
         h->error = r;
         return r;
     }
+    /* Off: perf_enable() sets the period, once. */
+    h->stale = !h->enabled;
+    h->skewed = false;
     h->attr = *attr;
     h->period_start = h->count;
     src->stats.reuses++;
     return 0;
 }
 
-static int perf_toggle(VpmuPerfSource *src, VpmuSourceHandle *h, bool on)
+static int host_toggle(VpmuPerfSource *src, VpmuSourceHandle *h, bool on)
 {
     int r = vpmu_perf_sys_ioctl(src, h->fd, on ? PERF_EVENT_IOC_ENABLE
                                                : PERF_EVENT_IOC_DISABLE, 0);
@@ -179,18 +188,99 @@ static int perf_toggle(VpmuPerfSource *src, VpmuSourceHandle *h, bool on)
         h->error = r;
         return vpmu_perf_fail(src, false, r);
     }
-    h->enabled = on;
+    h->hw_on = on;
     return 0;
 }
 
-static int perf_enable(void *opaque, VpmuSourceHandle *h)
-{
-    return perf_toggle(opaque, h, true);
-}
-
+/*
+ * The guest turns counters off and on all the time: around every PMI
+ * (the global enable), on every multiplexing rotation and context switch
+ * (the selector).  PERF_EVENT_IOC_ENABLE reschedules the whole perf
+ * context on the host (ctx_resched()), so a guest disable leaves the host
+ * event running and only stops crediting it: reads while off discard
+ * what it counts.  The host's countdown then runs ahead of the guest
+ * period (skewed): it may signal early, and rearm() sets it right.
+ */
 static int perf_disable(void *opaque, VpmuSourceHandle *h)
 {
-    return perf_toggle(opaque, h, false);
+    VpmuPerfSource *src = opaque;
+    /* Counted up to now: the guest's, like the kernel's own disable. */
+    int r = vpmu_perf_event_read(src, h);
+
+    if (r < 0) {
+        return r;
+    }
+    h->enabled = false;
+    h->off_tick = src->ticks;
+    src->soft_off += h->hw_on;
+    return 0;
+}
+
+/* Back on: what the host counted while off is dropped by the read. */
+static int perf_enable(void *opaque, VpmuSourceHandle *h)
+{
+    VpmuPerfSource *src = opaque;
+    uint64_t done;
+    int r = vpmu_perf_event_read(src, h);
+
+    if (r < 0) {
+        return r;
+    }
+    if (h->hw_on) {
+        src->soft_off--;
+        src->stats.soft_enables++;
+    } else {
+        r = host_toggle(src, h, true);
+        if (r < 0) {
+            return r;
+        }
+    }
+    h->enabled = true;
+    if (h->stale) {
+        /* perf_update() while off: the host still has the old period. */
+        done = h->count - h->period_start;
+        r = set_period(src, h, vpmu_perf_host_period(
+                           src, h->clock, h->attr.sample_period - done));
+        if (r < 0) {
+            h->error = r;
+            return r;
+        }
+        h->stale = false;
+        h->skewed = done != 0;
+    }
+    return 0;
+}
+
+/* Really disable a host event whose guest counter is off. */
+static void soft_release(VpmuPerfSource *src, VpmuSourceHandle *h)
+{
+    src->soft_off--;
+    src->stats.soft_releases++;
+    if (host_toggle(src, h, false) < 0) {
+        /* The next enable sees the error and degrades the counter. */
+        h->hw_on = false;
+    }
+}
+
+/*
+ * A guest that leaves a counter off (the event was descheduled, perf
+ * exited) must not keep a host counter busy: after VPMU_PERF_OFF_TICKS
+ * returns to the guest, the host event is disabled for real.
+ */
+static void perf_tick(void *opaque)
+{
+    VpmuPerfSource *src = opaque;
+
+    src->ticks++;
+    if (!src->soft_off) {
+        return;
+    }
+    for (VpmuSourceHandle *h = src->active; h; h = h->next) {
+        if (!h->enabled && h->hw_on &&
+            src->ticks - h->off_tick >= VPMU_PERF_OFF_TICKS) {
+            soft_release(src, h);
+        }
+    }
 }
 
 static int perf_read(void *opaque, VpmuSourceHandle *h, uint64_t *count)
@@ -210,8 +300,11 @@ static void perf_close(void *opaque, VpmuSourceHandle *h)
 
     list_unlink(&src->active, h);
     src->stats.active--;
-    if (!h->error && h->enabled) {
-        perf_toggle(src, h, false);
+    if (!h->enabled && h->hw_on) {
+        src->soft_off--;
+    }
+    if (!h->error && h->hw_on) {
+        host_toggle(src, h, false);
     }
     if (h->error || src->opts.no_reuse) {
         handle_release(src, h);
@@ -231,6 +324,7 @@ static const VpmuSourceOps perf_ops = {
     .disable = perf_disable,
     .read = perf_read,
     .close = perf_close,
+    .tick = perf_tick,
 };
 
 const VpmuSourceOps *vpmu_perf_source_ops(void)
@@ -277,25 +371,38 @@ static VpmuSourceHandle *first_due(VpmuPerfSource *src)
 }
 
 /*
- * The task clock's hrtimer and the task clock itself can disagree by
- * the IRQ time the scheduler does not charge to the task, so a signal
- * may come a little before the guest period has elapsed.  Re-arm the
- * kernel's countdown with exactly what is left (rounded up to whole ns)
- * so that the next signal is not a whole period late.
+ * Re-arm the kernel's countdown with exactly what is left of the guest
+ * period, so that the next signal is neither early nor a whole period
+ * late:
+ * - the task clock's hrtimer and the task clock itself disagree by the
+ *   IRQ time the scheduler does not charge to the task, so a signal may
+ *   come a little before the guest period has elapsed;
+ * - a skewed event (perf_disable()) counted what the guest never saw, and
+ *   an event re-armed with a remainder reloads with that remainder.
+ * A soft-off event that signalled is disabled for real: the guest has no
+ * use for its signals.
  */
-static void rearm_clocks(VpmuPerfSource *src)
+static void rearm(VpmuPerfSource *src)
 {
     for (VpmuSourceHandle *h = src->active; h; h = h->next) {
         uint64_t done = h->count - h->period_start;
+        uint64_t period = h->attr.sample_period;
 
-        if (h->clock && h->enabled && !h->error && done &&
-            done < h->attr.sample_period) {
-            if (set_period(src, h, vpmu_perf_ticks_to_ns(
-                               h->attr.sample_period - done,
-                               src->opts.tsc_hz)) < 0) {
-                h->error = src->stats.last_error;
+        if (!h->enabled) {
+            if (h->hw_on) {
+                soft_release(src, h);
             }
+            continue;
         }
+        if (h->error || done >= period || !(h->skewed || (h->clock && done))) {
+            continue;
+        }
+        if (set_period(src, h, vpmu_perf_host_period(src, h->clock,
+                                                     period - done)) < 0) {
+            h->error = src->stats.last_error;
+            continue;
+        }
+        h->skewed = done != 0;
     }
 }
 
@@ -334,7 +441,7 @@ int vpmu_perf_source_service(VpmuPerfSource *src)
         h->attr.overflow(h->attr.overflow_ctx);
     }
     if (src->opts.notify_signal) {
-        rearm_clocks(src);
+        rearm(src);
     }
     release_idle(src);
     return calls;
