@@ -292,10 +292,26 @@ START_TEST(snapshot_values_only)
     /* The enabling WRMSR and the status RDMSR: 2; KVM gets it whole. */
     ck_assert_uint_eq(rec.calls[0].n, 6);
     ck_assert_uint_eq(rec.calls[0].e[0].data, 2);
-    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), 0);      /* EN 1 -> 0 */
+    /* EN 1 -> 0 at 2: KVM's PMC holds 2 already (selector 0, frozen). */
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), 0);
+    ck_assert_uint_eq(rec.ncalls, 1);
+    /* Enabled again (a start mirrors nothing), 4 more: stops at 7. */
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL_INT);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 4);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), 0);
     ck_assert_uint_eq(rec.ncalls, 2);
+    ck_assert_uint_eq(rec.calls[1].n, 1);
     ck_assert_uint_eq(rec.calls[1].e[0].index, CTR(0));
-    ck_assert_uint_eq(rec.calls[1].e[0].data, 2);
+    ck_assert_uint_eq(rec.calls[1].e[0].data, 7);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), 0);      /* still 7 */
+    ck_assert_uint_eq(rec.ncalls, 2);
+    /* After a reset or migration KVM's PMCs are unknown: all again. */
+    vpmu_kvm_state_changed(rec.k);
+    rec.run.exit_reason = KVM_EXIT_IO;
+    ck_assert_int_eq(vpmu_kvm_service(rec.k), 0);
+    ck_assert_uint_eq(rec.ncalls, 3);
+    ck_assert_uint_eq(rec.calls[2].n, 6);
+    ck_assert_uint_eq(rec.calls[2].e[0].data, 7);
     ck_assert_uint_eq(rec.refused, 0);
 }
 END_TEST

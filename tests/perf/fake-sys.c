@@ -105,6 +105,7 @@ static ssize_t fake_read(void *ctx, int fd, void *buf, size_t len)
     if (!e) {
         return -EBADF;
     }
+    e->reads++;
     if (err) {
         return err;
     }

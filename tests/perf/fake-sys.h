@@ -31,6 +31,7 @@ typedef struct FakeFd {
     bool error_state;               /* pinned and lost: read() returns 0 */
     unsigned resets, periods;
     unsigned enables, disables;     /* IOC_ENABLE / IOC_DISABLE calls */
+    unsigned reads;                 /* read() calls */
 } FakeFd;
 
 /* Where a failure can be injected. */

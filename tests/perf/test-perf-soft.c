@@ -225,6 +225,49 @@ START_TEST(test_park_soft_off)
 }
 END_TEST
 
+/*
+ * Under KVM (exclude_host) an event counts nothing while the vCPU thread
+ * serves an exit: one read per exit is enough.  A tick() marks the return
+ * to the guest; without exclude_host every read goes to the host.
+ */
+START_TEST(test_one_read_per_exit)
+{
+    VpmuPerfSourceOpts o = SIG;
+    unsigned reads;
+    FakeFd *e;
+
+    o.exclude_host = true;
+    env_up(HOST_HW, &o);
+    wr(EVTSEL(0), EV_CYCLES | EOU);
+    e = fake_sys_last(&env.fs);
+    tick(1);
+    run(10);
+    ck_assert_uint_eq(rd(A_PMC(0)), 10);
+    reads = e->reads;
+    ck_assert_uint_eq(rd(A_PMC(0)), 10);
+    wr(EVTSEL(0), EV_CYCLES | USR | OS);        /* fold, disable */
+    wr(EVTSEL(0), EV_CYCLES | EOU);             /* update, enable */
+    ck_assert_uint_eq(e->reads, reads);
+    tick(1);
+    run(5);
+    ck_assert_uint_eq(rd(A_PMC(0)), 15);
+    ck_assert_uint_eq(e->reads, reads + 1);
+    env_down();
+
+    o.exclude_host = false;
+    env_up(HOST_HW, &o);
+    wr(EVTSEL(0), EV_CYCLES | EOU);
+    e = fake_sys_last(&env.fs);
+    tick(1);
+    run(10);
+    reads = e->reads;
+    ck_assert_uint_eq(rd(A_PMC(0)), 10);
+    ck_assert_uint_eq(rd(A_PMC(0)), 10);
+    ck_assert_uint_eq(e->reads, reads + 2);
+    env_down();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf-soft");
@@ -238,6 +281,7 @@ int main(void)
     tcase_add_test(tc, test_tick_release);
     tcase_add_test(tc, test_signal_release);
     tcase_add_test(tc, test_park_soft_off);
+    tcase_add_test(tc, test_one_read_per_exit);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

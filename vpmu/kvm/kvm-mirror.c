@@ -237,7 +237,7 @@ int vpmu_kvm_mirror(VpmuKvm *k)
 int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask)
 {
     VpmuCounterInfo info[MAX_MIRROR];
-    uint64_t ctl[MAX_MIRROR];
+    uint64_t ctl[MAX_MIRROR], vals[MAX_MIRROR], written = 0;
     bool live = k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE, global = false;
     MirrorBuf b;
     unsigned nsel, starved = 0;
@@ -251,6 +251,7 @@ int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask)
     }
 retry:
     memset(&b, 0, sizeof(b));
+    written = 0;
     if (live) {
         global = add_selectors(k, info, ctl, &starved, &b);
     }
@@ -261,10 +262,16 @@ retry:
         /* A snapshot (selector 0) does not count the exit. */
         bool exit = live && ctl[i] && kvm_counts_exit(k, &info[i]);
         bool sel = live && (!k->kvm_ctl_valid || ctl[i] != k->kvm_ctl[i]);
+        uint64_t val = (info[i].value - exit) & width;
 
+        if (!live && (k->kvm_val_valid & (1ull << i)) &&
+            k->kvm_val[i] == val) {
+            continue;   /* KVM holds it already (a counter re-enabled) */
+        }
         if ((mask & (1ull << i)) || sel) {
-            add(&b, value_msr(&k->cfg, info[i].id),
-                (info[i].value - exit) & width);
+            add(&b, value_msr(&k->cfg, info[i].id), val);
+            vals[i] = val;
+            written |= 1ull << i;
         }
     }
     if (b.hdr.nmsrs == 0) {
@@ -277,9 +284,18 @@ retry:
     }
     if (ret < 0) {
         k->kvm_ctl_valid = false;
+        k->kvm_val_valid = 0;
         return mirror_fail(k, ret);
     }
     k->stats.mirrors++;
+    if (!live) {
+        for (unsigned i = 0; i < nr_counters(k); i++) {
+            if (written & (1ull << i)) {
+                k->kvm_val[i] = vals[i];
+            }
+        }
+        k->kvm_val_valid |= written;
+    }
     if (live) {
         k->stats.live_ctl_writes += nsel;
         k->stats.live_starved += starved;

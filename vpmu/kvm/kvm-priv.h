@@ -68,6 +68,12 @@ struct VpmuKvm {
     bool kvm_ctl_valid;
     bool kvm_no_global;         /* KVM refused the global control MSR */
     uint64_t kvm_ctl[MAX_MIRROR];
+    /*
+     * Snapshot RDPMC: the values KVM's PMCs hold (bit i of kvm_val_valid),
+     * which do not move with selectors 0: an unchanged one is not written.
+     */
+    uint64_t kvm_val_valid;
+    uint64_t kvm_val[MAX_MIRROR];
 };
 
 /* kvm.c: opts.ioctl or the system's. */

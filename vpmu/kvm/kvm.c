@@ -530,6 +530,7 @@ void vpmu_kvm_state_changed(VpmuKvm *k)
 {
     k->mirror_requested = true;
     k->kvm_ctl_valid = false;
+    k->kvm_val_valid = 0;
 }
 
 int vpmu_kvm_service(VpmuKvm *k)

@@ -361,6 +361,15 @@ int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
     if (h->error) {
         return h->error;
     }
+    /*
+     * Read already in this exit (no return to the guest since, tick()):
+     * an exclude_host event has counted nothing since.  The core folds
+     * before it disables, an update reads before an enable.
+     */
+    if (src->opts.exclude_host && !h->clock && src->ticks &&
+        h->read_tick == src->ticks) {
+        return 0;
+    }
     n = sys_read(src, h->fd, &now, sizeof(now));
     if (n == 0) {
         return event_pinned_failure(src, h);
@@ -373,6 +382,7 @@ int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
     de = now.time_enabled - h->last.time_enabled;
     dr = now.time_running - h->last.time_running;
     h->last = now;
+    h->read_tick = src->ticks;
     if (!h->enabled) {
         /* Counted while the guest had it off (perf_disable()): dropped. */
         h->skewed |= dv != 0;

@@ -62,6 +62,7 @@ struct VpmuSourceHandle {
     uint64_t period_start;  /* count when the current countdown began */
     uint64_t parked_at;     /* src->pass when parked */
     uint64_t off_tick;      /* src->ticks when the guest turned it off */
+    uint64_t read_tick;     /* src->ticks at the last read; 0 = none */
 };
 
 struct VpmuPerfSource {
