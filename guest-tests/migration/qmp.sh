@@ -203,19 +203,25 @@ refuse bad-fixed "$intel,pmu=on,pmu-fixed-counters=4" "pmu-fixed-counters=4 (ver
 refuse bad-width "$intel,pmu=on,pmu-width=64" "pmu-width=64" 'pmu-width|gp_width'
 refuse bad-width-31 "$intel,pmu=on,pmu-width=31" "pmu-width=31" 'pmu-width|gp_width'
 refuse bad-version-256 "$intel,pmu=on,pmu-version=256" "pmu-version=256 (not a uint8)" 'pmu-version'
-# The KVM accelerator's vpmu-rdpmc: parsed when the accelerator object is
-# made, before /dev/kvm is opened, so this needs no KVM.
-err=$(timeout 30 "$qemu" "${fw[@]}" -accel kvm,vpmu=on,vpmu-rdpmc=bogus \
-      -display none -nodefaults -S </dev/null 2>&1 >/dev/null)
-RC=$?
-why=''
-if [ "$RC" -eq 0 ] || [ "$RC" -ge 124 ]; then
-    why="QEMU status $RC"
-elif ! grep -q "vpmu-rdpmc: 'bogus' is not 'live' or 'snapshot'" <<<"$err"; then
-    why="not the vpmu-rdpmc error"
-fi
-[ -z "$why" ]
-tap $? "-accel kvm,vpmu-rdpmc=bogus: refused, status $RC ($(head -1 <<<"$err"))" "$why" "$err"
+# The KVM accelerator's vpmu-rdpmc and vpmu-multiplex: parsed when the
+# accelerator object is made, before /dev/kvm is opened, so this needs no KVM.
+# refuse_accel PROP VALUE ALLOWED: -accel kvm,vpmu=on,PROP=VALUE is refused
+# with "PROP: 'VALUE' is not ALLOWED".
+refuse_accel() {
+    local err RC why=''
+    err=$(timeout 30 "$qemu" "${fw[@]}" -accel "kvm,vpmu=on,$1=$2" \
+          -display none -nodefaults -S </dev/null 2>&1 >/dev/null)
+    RC=$?
+    if [ "$RC" -eq 0 ] || [ "$RC" -ge 124 ]; then
+        why="QEMU status $RC"
+    elif ! grep -qF "$1: '$2' is not $3" <<<"$err"; then
+        why="not the $1 error"
+    fi
+    [ -z "$why" ]
+    tap $? "-accel kvm,$1=$2: refused, status $RC ($(head -1 <<<"$err"))" "$why" "$err"
+}
+refuse_accel vpmu-rdpmc bogus "'live' or 'snapshot'"
+refuse_accel vpmu-multiplex scale "'raw' or 'scaled'"
 
 # A filter with several entries.  Inside -cpu they are separated by
 # spaces: x86's -cpu parser splits at every comma (strtok), so ",," is no
