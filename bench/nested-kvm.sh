@@ -51,7 +51,7 @@
 #   L1CPU       L1's -cpu (default EPYC-v3,pmu=on,+svm)
 #   WHAT        which L2 boots per configuration: linux,msr (default both;
 #               msr alone takes a few minutes)
-#   PROFILE     configurations whose msr payload L1 profiles with
+#   PROFILE     configurations whose L2 boots L1 profiles with
 #               perf record -a -g (default none; "# profile CFG| " lines)
 # Every L1 boot holds /tmp/vpmu-l1.lock (flock): one L1 at a time.
 # Exit status: 0 if L1 ran every configuration it could (a mediated n/a
@@ -132,6 +132,7 @@ summary() {
     /^NK [a-z]+ startup / { c = $2; val[c, "st_" kv("what")] = kv("median_ns") / 1e6 }
     /^NK [a-z]+ work / { c = $2; m = kv("mode"); t = kv("ns"); if (t > 0) work[c, m] = work[c, m] " " t
         if (m == "record") smp[c] = smp[c] " " kv("samples")
+        if (m == "record100") smp100[c] = smp100[c] " " kv("samples")
         if (m == "stat") run[c] = kv("running") }
     /^NKMSR [a-z]+ op=/ { c = $2; o = kv("op"); n = kv("iters"); if (n > 0) msr[c, o] = msr[c, o] " " kv("tsc") / n }
     /^NKMSR [a-z]+ done/ { gp[$2] = kv("gp") }
@@ -177,8 +178,8 @@ summary() {
         off = median(work["off", "plain"])
         for (k = 1; k <= ncol; k++) {
             c = col[k]
-            for (m = 1; m <= 3; m++) {
-                split("plain stat record", ms, " ")
+            for (m = 1; m <= 4; m++) {
+                split("plain stat record record100", ms, " ")
                 v = median(work[c, ms[m]])
                 val[c, "w_" ms[m]] = (v != "" && off > 0) ? v / 1e9 : ""
                 val[c, "w_" ms[m] "_ref"] = off / 1e9
@@ -188,10 +189,11 @@ summary() {
         row("plain, pmu=on", "w_plain", "self", 3, "-")
         row("perf stat, 6 events", "w_stat", "self", 3, "vpmu <= emulated")
         row("perf record -F 1000 -e cycles", "w_record", "self", 3, "vpmu <= emulated")
+        row("perf record -F 100 -e cycles", "w_record100", "self", 3, "-")
         print ""
         for (k = 1; k <= ncol; k++) {
             c = col[k]
-            if (smp[c] != "") printf "%s: perf record samples per run:%s; perf stat running%%: %s; MSR payload #GPs: %s\n", c, smp[c], run[c], gp[c]
+            if (smp[c] != "") printf "%s: perf record samples per run:%s (-F 100:%s); perf stat running%%: %s; MSR payload #GPs: %s\n", c, smp[c], smp100[c], run[c], gp[c]
         }
         printf "pmu=off plain runs (ns):%s\n", work["off", "plain"]
         # The verdicts.

@@ -20,7 +20,7 @@
 #   QEMU      default build/qemu/qemu-system-x86_64 (make qemu); the same
 #             binary runs L1 and, copied into L1's image, L2
 #   RUNS      L1's nested.runs= (default
-#             "emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm")
+#             "emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm")
 #   TIMEOUT   L1's wall-clock limit in seconds (default 600)
 #   L2TIMEOUT each L2's limit inside L1 (default 240: the longer list, vpmu's, takes 60-120 s)
 #   L1CPU     L1's -cpu (default EPYC-v3,pmu=on,+svm; without +svm the suite
@@ -35,7 +35,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${NESTED:-$ROOT/build/nested}
 IMAGE=${IMAGE:-$ROOT/build/guest}
-RUNS=${RUNS:-emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm}
+RUNS=${RUNS:-emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm}
 LIMIT=${TIMEOUT:-600}
 L2LIMIT=${L2TIMEOUT:-240}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}

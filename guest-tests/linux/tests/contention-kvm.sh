@@ -1,28 +1,44 @@
 #!/bin/sh
-# contention-kvm: this guest (L2) counts while its host (L1) holds every
-# hardware counter.  L1 (guest-tests/nested/init-l1, "contend") runs
-# perf stat -a with a pinned group of 6 cycles events, as many as its
-# AMD PerfMonV2 PMU has, and answers once that group counts.  The host
-# events behind this guest's counters then never get a counter: KVM's own
-# (emulated configuration) are pinned task events and go to error state,
-# vpmu's perf source (vpmu configuration) opens flexible ones that never run,
-# and its multiplexing policy is the raw count (docs/perf-source.md,
-# VPMU_PERF_MULTIPLEX_RAW, "as KVM: the guest undercounts"), so:
+# contention-kvm: this guest (L2) counts while its host (L1) uses the same
+# hardware counters.  L1 (guest-tests/nested/init-l1) answers the requests.
+#
+# "contend": L1 runs perf stat -a with a pinned group of 6 cycles events,
+# as many as its AMD PerfMonV2 PMU has.  The host events behind this
+# guest's counters then never get a counter: KVM's own (emulated
+# configuration) are pinned task events and go to error state, vpmu's perf
+# source opens flexible ones that never run.  Raw or scaled
+# (docs/perf-source.md), nothing ran, so:
 #
 #   loop_1M under full contention: instructions:u = 0 and branches:u = 0
 #   loop_1M after L1 ends its group ("release"): 2N+4 and N+1 exactly
 #
+# "contend-partial": L1 runs perf record -a -e cycles (one flexible event
+# on its one CPU) while this guest counts 3 events of loop_100M
+# (instructions:u, branches:u, cycles:u).  Under KVM's vPMU those are 3
+# pinned host events: 3 + 1 <= 6 counters, nothing is multiplexed, the
+# counts are exact.  Under vpmu, KVM's live RDPMC mirrors are 3 pinned
+# events as well (docs/kvm.md), L1's cycles takes a fourth counter, and
+# vpmu's 3 flexible events rotate on the last 2: each runs about 2/3 of
+# the time.  What the guest reads then is vpmu's multiplexing policy
+# (vpmu.multiplex= on the command line, set by L1 with the accelerator):
+#
+#   kvm     exact, 2N+4 and N+1
+#   raw     the count as it ran: more than 0, at most 90% of exact
+#   scaled  the count scaled by time enabled / running: within 5% of exact
+#
 # Needs L1 (vpmu.nested=1); otherwise every check is skipped.
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
-plan 6
+plan 10
 
 N=1000000
 if [ "${VPMU_NESTED:-0}" != 1 ]; then
     r="needs L1 to hold the host's counters (guest-tests/nested, vpmu.nested=1)"
     for d in "L1 holds all its counters" "contended: loop_1M instructions:u = 0" \
             "contended: loop_1M branches:u = 0" "L1 released its counters" \
-            "released: loop_1M instructions:u = 2N+4" "released: loop_1M branches:u = N+1"; do
+            "released: loop_1M instructions:u = 2N+4" "released: loop_1M branches:u = N+1" \
+            "L1 records cycles" "partial: loop_100M instructions:u" \
+            "partial: loop_100M branches:u" "L1 stopped recording"; do
         skip "$d" "$r"
     done
     finish
@@ -51,5 +67,34 @@ ask_l1 "query contended" || :
 check "L1 released its counters" ask_l1 release
 loop released $((2 * N + 4)) $((N + 1)) 2N+4 N+1
 ask_l1 "query released" || :
+
+# policy COUNT EXACT: COUNT is what VPMU_MULTIPLEX says for EXACT events.
+policy() {
+    case $VPMU_MULTIPLEX in
+    kvm) eq "$1" "$2" ;;
+    raw) is_int "$1" && [ "$1" -gt 0 ] && [ $(($1 * 10)) -le $(($2 * 9)) ] ;;
+    scaled) is_int "$1" && near "$1" "$2" 5 ;;
+    *) false ;;
+    esac
+}
+want() {
+    case $VPMU_MULTIPLEX in
+    kvm) echo "= $1 (not multiplexed)" ;;
+    raw) echo "in 1..90% of $1 (raw)" ;;
+    scaled) echo "within 5% of $1 (scaled)" ;;
+    *) echo "unknown vpmu.multiplex=$VPMU_MULTIPLEX" ;;
+    esac
+}
+N=100000000
+check "L1 records cycles" ask_l1 contend-partial
+pstat p.csv instructions:u,branches:u,cycles:u "$BIN/loop_100M"
+i=$(count p.csv instructions:u)
+b=$(count p.csv branches:u)
+diag "partial loop_100M: instructions:u=$i branches:u=$b ($VPMU_MULTIPLEX;" \
+     "ratios $(awk -v i="${i:-0}" -v b="${b:-0}" -v n=$N \
+               'BEGIN { printf "%.4f %.4f", i / (2 * n + 4), b / (n + 1) }'))"
+check "partial: loop_100M instructions:u $(want 2N+4)" policy "$i" $((2 * N + 4))
+check "partial: loop_100M branches:u $(want N+1)" policy "$b" $((N + 1))
+check "L1 stopped recording" ask_l1 release
 
 finish
