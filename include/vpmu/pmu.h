@@ -141,6 +141,23 @@ typedef struct VpmuMsrSpan {
     uint32_t count;
 } VpmuMsrSpan;
 
+/* What a PMU MSR is (vpmu_pmu_msr_info()), for front ends that mirror. */
+typedef enum VpmuMsrClass {
+    VPMU_MSR_CLASS_COUNTER = 1, /* a counter's value */
+    VPMU_MSR_CLASS_CONTROL,     /* a selector, FIXED_CTR_CTRL, global ctrl */
+    VPMU_MSR_CLASS_STATUS,      /* the global overflow status */
+    VPMU_MSR_CLASS_OTHER,       /* status reset/set, in use, capabilities */
+} VpmuMsrClass;
+
+typedef struct VpmuMsrInfo {
+    VpmuMsrClass cls;
+    /* The counters it concerns: GP i is bit i, fixed j bit nr_gp + j. */
+    uint64_t counters;
+    /* CONTROL: the bits of its value that enable counters, its value now. */
+    uint64_t enables;
+    uint64_t value;
+} VpmuMsrInfo;
+
 /**
  * vpmu_config_init() - fill @cfg with the defaults for @vendor.
  *
@@ -292,6 +309,24 @@ VPMU_API void vpmu_pmu_stats(const VpmuPmu *pmu, VpmuStats *out);
  */
 VPMU_API size_t vpmu_pmu_msr_spans(const VpmuPmu *pmu, VpmuMsrSpan *out,
                                    size_t max);
+
+/**
+ * vpmu_config_msr_spans() - the MSRs a PMU of @cfg answers, fewest runs,
+ * from the vendor's MSR table, without making a PMU.
+ * @out: up to @max spans.
+ * Return: the number of spans (may exceed @max), or -EINVAL if
+ * vpmu_config_check() refuses @cfg.
+ */
+VPMU_API int vpmu_config_msr_spans(const VpmuConfig *cfg, VpmuMsrSpan *out,
+                                   size_t max);
+
+/**
+ * vpmu_pmu_msr_info() - what @msr is on this PMU (its class, the counters
+ * it concerns, a control's enable bits and value), from the vendor's MSR
+ * table.  No source access, and not counted in the statistics.
+ * Return: 0, or -ENOENT if this PMU does not answer @msr.
+ */
+VPMU_API int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out);
 
 /**
  * vpmu_pmu_state_size() - bytes vpmu_pmu_save() writes for this config.

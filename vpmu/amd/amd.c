@@ -103,41 +103,30 @@ static int amd_check(const VpmuConfig *cfg, char *err, size_t errlen)
     return 0;
 }
 
-static bool amd_msr_exists(const VpmuPmu *pmu, VpmuMsrKind kind,
+static bool amd_msr_exists(const VpmuConfig *cfg, VpmuMsrKind kind,
                            unsigned idx)
 {
     switch (kind) {
     case VPMU_MSR_EVTSEL:
     case VPMU_MSR_PMC:
-        return idx < pmu->nr_gp;
+        return idx < cfg->nr_gp;
     case VPMU_MSR_F15H_CTL_CTR:
         /* Even MSRs are PERF_CTLi, odd ones PERF_CTRi: counter idx / 2. */
-        return level(pmu) >= VPMU_AMD_PERFCTR_CORE && idx / 2 < pmu->nr_gp;
+        return cfg->amd_level >= VPMU_AMD_PERFCTR_CORE && idx / 2 < cfg->nr_gp;
     case VPMU_MSR_GLOBAL_STATUS:
     case VPMU_MSR_GLOBAL_CTRL:
     case VPMU_MSR_GLOBAL_OVF_CTRL:
     case VPMU_MSR_GLOBAL_STATUS_SET:
-        return level(pmu) == VPMU_AMD_PERFMON_V2;
+        return cfg->amd_level == VPMU_AMD_PERFMON_V2;
     default:
         return false;
     }
 }
 
-/* Map the interleaved F15H range onto the K7 kinds. */
-static VpmuMsrKind amd_unalias(VpmuMsrKind kind, unsigned *idx)
-{
-    if (kind != VPMU_MSR_F15H_CTL_CTR) {
-        return kind;
-    }
-    kind = (*idx & 1) ? VPMU_MSR_PMC : VPMU_MSR_EVTSEL;
-    *idx /= 2;
-    return kind;
-}
-
 static int amd_rdmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
                      uint64_t *val)
 {
-    switch (amd_unalias(kind, &idx)) {
+    switch (vpmu_msr_unalias(kind, &idx)) {
     case VPMU_MSR_EVTSEL:
         *val = pmu->gp[idx].ctl;
         return 0;
@@ -160,7 +149,7 @@ static int amd_rdmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
 static int amd_wrmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
                      uint64_t val)
 {
-    switch (amd_unalias(kind, &idx)) {
+    switch (vpmu_msr_unalias(kind, &idx)) {
     case VPMU_MSR_EVTSEL:
         vpmu_counter_set_ctl(&pmu->gp[idx], val & evtsel_keep(pmu));
         break;

@@ -31,6 +31,10 @@
 #define VPMU_EVTSEL_INT     BIT_ULL(20)             /* APIC interrupt enable */
 #define VPMU_EVTSEL_ANY     BIT_ULL(21)             /* Intel AnyThread */
 #define VPMU_EVTSEL_EN      BIT_ULL(22)             /* Enable counter */
+/* IA32_FIXED_CTR_CTRL: a 4-bit field per counter, EN its bits 1:0 (SDM
+ * Vol. 3B Figure 20-2: 0 off, 1 OS, 2 USR, 3 both). */
+#define VPMU_FIXED_CTRL_BITS 4
+#define VPMU_FIXED_CTRL_EN  GENMASK_ULL(1, 0)
 #define VPMU_EVTSEL_INV     BIT_ULL(23)             /* Invert CMASK */
 #define VPMU_EVTSEL_CMASK   GENMASK_ULL(31, 24)     /* Counter Mask */
 /* Fields that change what is counted, beyond event + umask. */
@@ -104,6 +108,20 @@ typedef enum VpmuMsrKind {
     VPMU_MSR_KIND__COUNT,
 } VpmuMsrKind;
 
+/*
+ * The F15H range interleaves PERF_CTLi (even) and PERF_CTRi (odd) (APM
+ * Vol. 2 13.2.1): as the K7 kinds, counter idx / 2.
+ */
+static inline VpmuMsrKind vpmu_msr_unalias(VpmuMsrKind kind, unsigned *idx)
+{
+    if (kind != VPMU_MSR_F15H_CTL_CTR) {
+        return kind;
+    }
+    kind = (*idx & 1) ? VPMU_MSR_PMC : VPMU_MSR_EVTSEL;
+    *idx /= 2;
+    return kind;
+}
+
 typedef struct VpmuMsrRange {
     uint32_t base;
     uint32_t count;
@@ -117,7 +135,7 @@ typedef struct VpmuArchOps {
     size_t nr_ranges;
     int (*check)(const VpmuConfig *cfg, char *err, size_t errlen);
     /* Does MSR kind/index exist for this config?  Else #GP. */
-    bool (*msr_exists)(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx);
+    bool (*msr_exists)(const VpmuConfig *cfg, VpmuMsrKind kind, unsigned idx);
     int (*rdmsr)(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx, uint64_t *val);
     int (*wrmsr)(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx, uint64_t val);
     int (*rdpmc)(VpmuPmu *pmu, uint32_t ecx, uint64_t *val);

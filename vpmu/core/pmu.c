@@ -201,7 +201,7 @@ static int msr_access(VpmuPmu *pmu, uint32_t msr, bool write, uint64_t *val)
     } else {
         pmu->stats.rdmsr++;
     }
-    if (!pmu->arch->msr_exists(pmu, r->kind, idx)) {
+    if (!pmu->arch->msr_exists(&pmu->cfg, r->kind, idx)) {
         ret = -EINVAL;
     } else if (write) {
         ret = pmu->arch->wrmsr(pmu, r->kind, idx, *val);
@@ -429,19 +429,25 @@ void vpmu_pmu_stats(const VpmuPmu *pmu, VpmuStats *out)
     *out = pmu->stats;
 }
 
-size_t vpmu_pmu_msr_spans(const VpmuPmu *pmu, VpmuMsrSpan *out, size_t max)
+int vpmu_config_msr_spans(const VpmuConfig *cfg, VpmuMsrSpan *out,
+                          size_t max)
 {
-    size_t n = 0;
+    const VpmuArchOps *arch;
     VpmuMsrSpan cur = { 0, 0 };
+    size_t n = 0;
 
+    if (vpmu_config_check(cfg, NULL, 0) < 0) {
+        return -EINVAL;
+    }
+    arch = vpmu_arch_for(cfg->vendor);
     /* Ranges are sorted by base; merge existing MSRs into runs. */
-    for (size_t i = 0; i < pmu->arch->nr_ranges; i++) {
-        const VpmuMsrRange *r = &pmu->arch->ranges[i];
+    for (size_t i = 0; i < arch->nr_ranges; i++) {
+        const VpmuMsrRange *r = &arch->ranges[i];
 
         for (unsigned idx = 0; idx < r->count; idx++) {
             uint32_t msr = r->base + idx;
 
-            if (!pmu->arch->msr_exists(pmu, r->kind, idx)) {
+            if (!arch->msr_exists(cfg, r->kind, idx)) {
                 continue;
             }
             if (cur.count && cur.base + cur.count == msr) {
@@ -458,5 +464,70 @@ size_t vpmu_pmu_msr_spans(const VpmuPmu *pmu, VpmuMsrSpan *out, size_t max)
     if (cur.count && n++ < max) {
         out[n - 1] = cur;
     }
-    return n;
+    return (int)n;
+}
+
+size_t vpmu_pmu_msr_spans(const VpmuPmu *pmu, VpmuMsrSpan *out, size_t max)
+{
+    return (size_t)vpmu_config_msr_spans(&pmu->cfg, out, max);
+}
+
+/* Mirror bits of every counter, and their global enable/status bits. */
+static uint64_t all_counters(VpmuPmu *pmu, uint64_t *status_bits)
+{
+    uint64_t bits = 0;
+
+    *status_bits = 0;
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        bits |= BIT_ULL(i);
+        *status_bits |= vpmu_status_bit(vpmu_counter_at(pmu, i));
+    }
+    return bits;
+}
+
+int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
+{
+    const VpmuMsrRange *r;
+    uint64_t status_bits;
+    VpmuMsrKind kind;
+    unsigned idx;
+
+    r = msr_lookup(pmu, msr, &idx);
+    if (!r || !pmu->arch->msr_exists(&pmu->cfg, r->kind, idx)) {
+        return -ENOENT;
+    }
+    memset(out, 0, sizeof(*out));
+    out->counters = all_counters(pmu, &status_bits);
+    kind = vpmu_msr_unalias(r->kind, &idx);
+    switch (kind) {
+    case VPMU_MSR_PMC:
+    case VPMU_MSR_A_PMC:
+    case VPMU_MSR_FIXED_CTR:
+        out->cls = VPMU_MSR_CLASS_COUNTER;
+        out->counters = BIT_ULL(kind == VPMU_MSR_FIXED_CTR ? pmu->nr_gp + idx
+                                                           : idx);
+        return 0;
+    case VPMU_MSR_EVTSEL:
+        out->counters = BIT_ULL(idx);
+        out->enables = VPMU_EVTSEL_EN;
+        break;
+    case VPMU_MSR_FIXED_CTR_CTRL:
+        out->counters = (BIT_ULL(pmu->nr_fixed) - 1) << pmu->nr_gp;
+        for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+            out->enables |= VPMU_FIXED_CTRL_EN << (i * VPMU_FIXED_CTRL_BITS);
+        }
+        break;
+    case VPMU_MSR_GLOBAL_CTRL:
+        out->enables = status_bits;
+        break;
+    case VPMU_MSR_GLOBAL_STATUS:
+        out->cls = VPMU_MSR_CLASS_STATUS;
+        return 0;
+    default:
+        out->cls = VPMU_MSR_CLASS_OTHER;
+        return 0;
+    }
+    out->cls = VPMU_MSR_CLASS_CONTROL;
+    /* The vendor reads a control MSR from its state, with no fold. */
+    return pmu->arch->rdmsr(pmu, r->kind, msr - r->base, &out->value);
 }

@@ -189,28 +189,28 @@ static int intel_check(const VpmuConfig *cfg, char *err, size_t errlen)
     return 0;
 }
 
-static bool intel_msr_exists(const VpmuPmu *pmu, VpmuMsrKind kind,
+static bool intel_msr_exists(const VpmuConfig *cfg, VpmuMsrKind kind,
                              unsigned idx)
 {
     switch (kind) {
     case VPMU_MSR_PMC:
     case VPMU_MSR_EVTSEL:
-        return idx < pmu->nr_gp;
+        return idx < cfg->nr_gp;
     case VPMU_MSR_A_PMC:
-        return idx < pmu->nr_gp &&
-               (pmu->cfg.perf_capabilities & VPMU_PERF_CAP_FW_WRITE);
+        return idx < cfg->nr_gp &&
+               (cfg->perf_capabilities & VPMU_PERF_CAP_FW_WRITE);
     case VPMU_MSR_FIXED_CTR:
-        return idx < pmu->nr_fixed;
+        return idx < cfg->nr_fixed;
     case VPMU_MSR_FIXED_CTR_CTRL:
     case VPMU_MSR_GLOBAL_STATUS:
     case VPMU_MSR_GLOBAL_CTRL:
     case VPMU_MSR_GLOBAL_OVF_CTRL:
-        return version(pmu) >= 2;
+        return cfg->intel_version >= 2;
     case VPMU_MSR_GLOBAL_STATUS_SET:
     case VPMU_MSR_GLOBAL_INUSE:
-        return version(pmu) >= 4;
+        return cfg->intel_version >= 4;
     case VPMU_MSR_PERF_CAPABILITIES:
-        return pmu->cfg.pdcm;
+        return cfg->pdcm;
     case VPMU_MSR_DEBUGCTL:
         return true;
     default:

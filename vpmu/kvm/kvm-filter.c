@@ -34,39 +34,6 @@ _Static_assert(VPMU_KVM_FILTER_BITMAP_BYTES == KVM_MSR_FILTER_MAX_BITMAP_SIZE,
 /* Enough for any config: Intel has 12 MSR kinds, AMD 7. */
 #define MAX_SPANS 32
 
-/*
- * The spans are only derived from the config's MSR tables, so a PMU made
- * for that purpose never opens a source handle: every op refuses.
- */
-static int nop_open(void *src, const VpmuSourceAttr *attr,
-                    VpmuSourceHandle **out)
-{
-    return -EOPNOTSUPP;
-}
-
-static int nop_handle(void *src, VpmuSourceHandle *h)
-{
-    return -EOPNOTSUPP;
-}
-
-static int nop_read(void *src, VpmuSourceHandle *h, uint64_t *count)
-{
-    return -EOPNOTSUPP;
-}
-
-static void nop_close(void *src, VpmuSourceHandle *h)
-{
-}
-
-static const VpmuSourceOps nop_source_ops = {
-    .name = "kvm-filter-nop",
-    .open = nop_open,
-    .enable = nop_handle,
-    .disable = nop_handle,
-    .read = nop_read,
-    .close = nop_close,
-};
-
 static size_t bitmap_bytes(uint32_t nmsrs)
 {
     return (nmsrs + 8u * FILTER_WORD_BYTES - 1) / (8u * FILTER_WORD_BYTES) *
@@ -133,28 +100,22 @@ static int build_ranges(const VpmuMsrSpan *spans, size_t nspans,
 int vpmu_kvm_msr_filter(const VpmuConfig *cfg, struct kvm_msr_filter *filter,
                         void *bitmaps, size_t len)
 {
-    VpmuPmuOpts opts = { .source_ops = &nop_source_ops };
     VpmuMsrSpan spans[MAX_SPANS];
-    VpmuPmu *pmu = NULL;
-    char err[128];
-    size_t nspans;
-    int ret;
+    int nspans, ret;
 
     if (!cfg || !filter || (!bitmaps && len)) {
         return -EINVAL;
     }
-    ret = vpmu_pmu_new(cfg, &opts, &pmu, err, sizeof(err));
-    if (ret < 0) {
-        return ret;
+    nspans = vpmu_config_msr_spans(cfg, spans, MAX_SPANS);
+    if (nspans < 0) {
+        return nspans;
     }
-    nspans = vpmu_pmu_msr_spans(pmu, spans, MAX_SPANS);
-    vpmu_pmu_free(pmu);
     if (nspans > MAX_SPANS) {
         return -ENOSPC;
     }
     memset(filter, 0, sizeof(*filter));
     filter->flags = KVM_MSR_FILTER_DEFAULT_ALLOW;
-    ret = build_ranges(spans, nspans, filter, bitmaps, len);
+    ret = build_ranges(spans, (size_t)nspans, filter, bitmaps, len);
     if (ret < 0) {
         memset(filter, 0, sizeof(*filter));
     }

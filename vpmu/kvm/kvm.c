@@ -299,91 +299,6 @@ static bool probe_kvm_pmu(int vm_fd)
     return found;
 }
 
-/* Intel: PERFEVTSELx, FIXED_CTR_CTRL, GLOBAL_CTRL; AMD: the K7 and F15H
- * selectors (F15H: the even MSRs), GLOBAL_CTL.  0: not a control MSR. */
-static uint64_t msr_enable_mask(const VpmuConfig *cfg, uint32_t msr)
-{
-    if (cfg->vendor == VPMU_VENDOR_INTEL) {
-        if (msr >= MSR_INTEL_PERFEVTSEL0 &&
-            msr < MSR_INTEL_PERFEVTSEL0 + cfg->nr_gp) {
-            return EVTSEL_EN;
-        }
-        if (msr == MSR_INTEL_FIXED_CTR_CTRL) {
-            return FIXED_CTRL_EN_ALL;
-        }
-        return msr == MSR_INTEL_GLOBAL_CTRL ? GLOBAL_CTRL_ALL : 0;
-    }
-    if (msr >= MSR_AMD_K7_EVNTSEL0 && msr < MSR_AMD_K7_EVNTSEL0 + 4) {
-        return EVTSEL_EN;
-    }
-    if (msr >= MSR_AMD_F15H_PERF_CTL0 &&
-        msr < MSR_AMD_F15H_PERF_CTL0 + 2 * cfg->nr_gp && !(msr & 1)) {
-        return EVTSEL_EN;
-    }
-    return msr == MSR_AMD_GLOBAL_CTL ? GLOBAL_CTRL_ALL : 0;
-}
-
-static bool msr_is_counter(const VpmuConfig *cfg, uint32_t msr)
-{
-    if (cfg->vendor == VPMU_VENDOR_INTEL) {
-        return (msr >= MSR_INTEL_PMC0 && msr < MSR_INTEL_PMC0 + cfg->nr_gp) ||
-               (msr >= MSR_INTEL_A_PMC0 && msr < MSR_INTEL_A_PMC0 + cfg->nr_gp) ||
-               (msr >= MSR_INTEL_FIXED_CTR0 &&
-                msr < MSR_INTEL_FIXED_CTR0 + cfg->nr_fixed);
-    }
-    return (msr >= MSR_AMD_K7_PERFCTR0 && msr < MSR_AMD_K7_PERFCTR0 + 4) ||
-           (msr >= MSR_AMD_F15H_PERF_CTR0 &&
-            msr < MSR_AMD_F15H_PERF_CTR0 + 2 * cfg->nr_gp && (msr & 1));
-}
-
-/*
- * The counters a counter or control MSR concerns, as mirror bits (GP i:
- * bit i; fixed j: bit nr_gp + j): one for a counter or its selector, the
- * fixed ones for FIXED_CTR_CTRL, all for a global control (and anything
- * else).
- */
-static uint64_t msr_counters(const VpmuConfig *cfg, uint32_t msr)
-{
-    uint32_t f15h = MSR_AMD_F15H_PERF_CTL0, gp = cfg->nr_gp;
-
-    if (cfg->vendor == VPMU_VENDOR_INTEL) {
-        if (msr >= MSR_INTEL_PERFEVTSEL0 && msr < MSR_INTEL_PERFEVTSEL0 + gp) {
-            return 1ull << (msr - MSR_INTEL_PERFEVTSEL0);
-        }
-        if (msr >= MSR_INTEL_PMC0 && msr < MSR_INTEL_PMC0 + gp) {
-            return 1ull << (msr - MSR_INTEL_PMC0);
-        }
-        if (msr >= MSR_INTEL_A_PMC0 && msr < MSR_INTEL_A_PMC0 + gp) {
-            return 1ull << (msr - MSR_INTEL_A_PMC0);
-        }
-        if (msr >= MSR_INTEL_FIXED_CTR0 &&
-            msr < MSR_INTEL_FIXED_CTR0 + cfg->nr_fixed) {
-            return 1ull << (gp + msr - MSR_INTEL_FIXED_CTR0);
-        }
-        if (msr == MSR_INTEL_FIXED_CTR_CTRL) {
-            return ((1ull << cfg->nr_fixed) - 1) << gp;
-        }
-        return ~0ull;
-    }
-    if (msr >= MSR_AMD_K7_EVNTSEL0 && msr < MSR_AMD_K7_EVNTSEL0 + 4) {
-        return 1ull << (msr - MSR_AMD_K7_EVNTSEL0);
-    }
-    if (msr >= MSR_AMD_K7_PERFCTR0 && msr < MSR_AMD_K7_PERFCTR0 + 4) {
-        return 1ull << (msr - MSR_AMD_K7_PERFCTR0);
-    }
-    /* F15H: CTL i at 0xC0010200 + 2i, CTR i right after (APM 13.2.1). */
-    if (msr >= f15h && msr < f15h + 2 * gp) {
-        return 1ull << ((msr - f15h) / 2);
-    }
-    return ~0ull;
-}
-
-static bool msr_is_status(const VpmuConfig *cfg, uint32_t msr)
-{
-    return msr == (cfg->vendor == VPMU_VENDOR_INTEL ? MSR_INTEL_GLOBAL_STATUS
-                                                    : MSR_AMD_GLOBAL_STATUS);
-}
-
 /* KVM_SIGNAL_MSI returns how many vCPUs took it: 0 = not delivered. */
 static int send_msi(VpmuKvm *k, uint32_t vector)
 {
@@ -404,6 +319,7 @@ static int send_msi(VpmuKvm *k, uint32_t vector)
 
 static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
 {
+    VpmuMsrInfo info;
     uint64_t val = 0;
     int ret = vpmu_pmu_rdmsr(k->pmu, run->msr.index, &val);
 
@@ -424,7 +340,9 @@ static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
      * at CPL 0 after reading, so the value read does not include it.
      */
     vpmu_pmu_instruction_retired(k->pmu, 0, false);
-    if (msr_is_status(&k->cfg, run->msr.index)) {
+    /* Linux reads the counters with RDPMC next (its PMI handler). */
+    if (vpmu_pmu_msr_info(k->pmu, run->msr.index, &info) == 0 &&
+        info.cls == VPMU_MSR_CLASS_STATUS) {
         vpmu_kvm__mirror_if_any(k);
     }
     return 0;
@@ -433,15 +351,15 @@ static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
 static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
 {
     uint32_t msr = run->msr.index;
-    uint64_t enables = msr_enable_mask(&k->cfg, msr);
-    uint64_t old = 0;
+    uint64_t val = run->msr.data;
+    VpmuMsrInfo info;
     int ret;
 
-    /* A control MSR read costs no source access: only when it matters. */
-    if (enables && vpmu_pmu_rdmsr(k->pmu, msr, &old) < 0) {
-        enables = 0;
+    /* Before the write: a control's old value (no source access). */
+    if (vpmu_pmu_msr_info(k->pmu, msr, &info) < 0) {
+        info.cls = 0;
     }
-    ret = vpmu_pmu_wrmsr(k->pmu, msr, run->msr.data);
+    ret = vpmu_pmu_wrmsr(k->pmu, msr, val);
     if (ret == -ENOENT) {
         return ret;
     }
@@ -459,10 +377,11 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
      * KVM's PMCs also start and stop with the guest's: any control change.
      */
     if (k->stats.kvm_pmu &&
-        ((old & enables & ~run->msr.data) || msr_is_counter(&k->cfg, msr) ||
-         (k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE && enables &&
-          old != run->msr.data))) {
-        (void)vpmu_kvm__mirror_some(k, msr_counters(&k->cfg, msr));
+        (info.cls == VPMU_MSR_CLASS_COUNTER ||
+         (info.cls == VPMU_MSR_CLASS_CONTROL &&
+          ((info.value & info.enables & ~val) ||
+           (k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE && info.value != val))))) {
+        (void)vpmu_kvm__mirror_some(k, info.counters);
     }
     return 0;
 }
