@@ -25,14 +25,9 @@ help:
 deps:
 	@scripts/install-deps.sh
 
-# Reconfigure every time: tests/ and fuzz/ register a test only if its source
-# exists (fs.is_file), which meson looks at when it configures.
+# Configure once; meson compile reconfigures when a meson.build changes.
 build:
-	@if [ -f build/meson-private/coredata.dat ]; then \
-	    $(MESON) setup --reconfigure build >/dev/null; \
-	else \
-	    $(MESON) setup build; \
-	fi
+	@[ -f build/meson-private/coredata.dat ] || $(MESON) setup build
 	$(MESON) compile -C build
 
 # The guest run needs QEMU's build deps and firmware too.

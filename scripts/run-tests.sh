@@ -95,12 +95,9 @@ ensure_build() {
     fi
     blog=$logdir/build.log
     : >"$blog"
-    # Always reconfigure: tests/ and fuzz/ register a test only if its
-    # source exists (fs.is_file), which meson checks at configure time.
+    # Configure once; meson compile reconfigures when a meson.build changes.
     if {
-        if [ -f "$dir/meson-private/coredata.dat" ]; then
-            meson setup --reconfigure "$dir" "$@"
-        else
+        if [ ! -f "$dir/meson-private/coredata.dat" ]; then
             meson setup "$dir" "$@"
         fi && meson compile -C "$dir"
     } >>"$blog" 2>&1; then

@@ -17,9 +17,7 @@
 #include "harness.h"
 #include "proto.h"
 
-#ifdef HAVE_VPMU_PERF
 #include <vpmu/perf.h>
-#endif
 
 volatile sig_atomic_t harness_timed_out;
 /* For the overflow signal handler: make the next KVM_RUN return at once. */
@@ -60,7 +58,6 @@ static int64_t thread_ns(Harness *h)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-#ifdef HAVE_VPMU_PERF
 static void on_overflow_signal(int sig)
 {
     /*
@@ -101,22 +98,13 @@ static int open_perf(Harness *h, VpmuConfig *cfg, char *err, size_t errlen)
     }
     return 0;
 }
-#else
-static int open_perf(Harness *h, VpmuConfig *cfg, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "perf source unavailable (not built)");
-    return -EOPNOTSUPP;
-}
-#endif
 
 static const VpmuSourceOps *source_ops(Harness *h, void **src)
 {
-#ifdef HAVE_VPMU_PERF
     if (h->perf) {
         *src = h->perf;
         return vpmu_perf_source_ops();
     }
-#endif
     *src = h->fake;
     return vpmu_fake_source_ops();
 }
@@ -169,9 +157,7 @@ void harness_close(Harness *h)
     vmm_close(&h->vmm);
     vpmu_fake_source_free(h->fake);
     h->fake = NULL;
-#ifdef HAVE_VPMU_PERF
     vpmu_perf_source_free(h->perf);
-#endif
     h->perf = NULL;
 }
 
@@ -385,11 +371,9 @@ int harness_run(Harness *h)
         if (r == 0 && !handle_exit(h, run)) {
             break;
         }
-#ifdef HAVE_VPMU_PERF
         if (h->perf) {
             vpmu_perf_source_service(h->perf);
         }
-#endif
         vpmu_kvm_service(h->kvm);
     }
     printf("1..%u\n", h->tests);

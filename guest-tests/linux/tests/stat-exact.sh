@@ -9,7 +9,8 @@
 #     least the user counts; printed ("ku run R: ...") for guest-tests/nested,
 #     which compares them across L2's PMUs (they are not exact: the kernel's
 #     share depends on interrupts).
-#   cycles, ref-cycles, task-clock on loop_100M: both cycle counts non-zero,
+#   cycles, ref-cycles, task-clock on loop_100M (nested: three runs, the
+#     highest rate): both cycle counts non-zero,
 #     cycles within 10% of ref-cycles (Intel only: AMD has no ref-cycles),
 #     and cycles / task-clock within 10% of the TSC frequency from dmesg.
 #     Under nested KVM (vpmu.nested=1, guest-tests/nested) that last check
@@ -63,14 +64,27 @@ diag "loop_1M: instructions:k=$k"
 check "instructions:k counts the kernel side (> 0)" \
     ge "$k" 1
 
-pstat c.csv cycles,ref-cycles,task-clock "$BIN/loop_100M"
-cyc=$(count c.csv cycles)
-ref=$(count c.csv ref-cycles)
-ms=$(count c.csv task-clock)
+# Under nested KVM the rate is measured three times and the highest is
+# the one L1 compares: L2's task clock also runs while L1's other work (its
+# request loop, its timers) preempts L2's vCPU thread, which only lowers
+# the rate, by up to 6% in one run of 2026-11-24 against another; the
+# least disturbed run is the one that says what the PMU counts.
+runs=1
+[ "${VPMU_NESTED:-0}" = 1 ] && runs=3
+rate=
+r=0
+while [ $r -lt $runs ]; do
+    r=$((r + 1))
+    pstat c.csv cycles,ref-cycles,task-clock "$BIN/loop_100M"
+    cyc=$(count c.csv cycles)
+    ref=$(count c.csv ref-cycles)
+    ms=$(count c.csv task-clock)
+    one=$(awk -v c="$cyc" -v t="$ms" 'BEGIN { if (t > 0) printf "%.1f", c / (t * 1000) }')
+    diag "loop_100M run $r: cycles=$cyc ref-cycles=$ref task-clock=${ms}ms (${one:-?} MHz)"
+    rate=$(awk -v a="$one" -v b="$rate" 'BEGIN { print (b == "" || a + 0 > b + 0) ? a : b }')
+done
 mhz=$(tsc_mhz)
-rate=$(awk -v c="$cyc" -v t="$ms" 'BEGIN { if (t > 0) printf "%.1f", c / (t * 1000) }')
-diag "loop_100M: cycles=$cyc ref-cycles=$ref task-clock=${ms}ms"
-diag "cycles/task-clock=${rate:-?} MHz, TSC (dmesg)=${mhz:-?} MHz"
+diag "cycles/task-clock=${rate:-?} MHz, TSC (dmesg)=${mhz:-?} MHz (the highest of $runs)"
 check "cycles > 0" ge "$cyc" 1
 if ! is_int "$ref" && [ "$(vendor)" = amd ]; then
     skip "ref-cycles > 0" "AMD has no ref-cycles event ($ref)"
