@@ -65,6 +65,15 @@ typedef enum VpmuArchEvent {
 typedef void (*VpmuOverflowFn)(void *ctx);
 
 /* What a guest counter asks its source to count. */
+/*
+ * The fields of raw_config beyond event select and unit mask: EDGE (bit
+ * 18), INV (bit 23) and CMASK (bits 31:24), the event select layout of
+ * IA32_PERFEVTSELx (SDM Vol. 3B Figure 20-6) and AMD PERF_CTLx (APM Vol. 2
+ * Figure 13-7).  A source that maps architectural events onto generic host
+ * events cannot carry them.
+ */
+#define VPMU_RAW_MODIFIERS  0xFF840000ull
+
 typedef struct VpmuSourceAttr {
     VpmuArchEvent event;
     /*

@@ -15,6 +15,8 @@
 #include "fake-sys.h"
 /* Internals (unit conversions) of the component under test. */
 #include "../../vpmu/perf/perf-priv.h"
+/* The core's helpers (VPMU_ARRAY_SIZE, ...): tests may use internals. */
+#include "pmu-priv.h"
 
 /* Intel MSRs (SDM Vol. 4, Table 2-2) */
 #define A_PMC(i)        (0x4C1u + (i))     /* IA32_A_PMCi, full width */

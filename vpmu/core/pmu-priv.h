@@ -31,15 +31,17 @@
 #define VPMU_EVTSEL_INT     BIT_ULL(20)             /* APIC interrupt enable */
 #define VPMU_EVTSEL_ANY     BIT_ULL(21)             /* Intel AnyThread */
 #define VPMU_EVTSEL_EN      BIT_ULL(22)             /* Enable counter */
-/* IA32_FIXED_CTR_CTRL: a 4-bit field per counter, EN its bits 1:0 (SDM
- * Vol. 3B Figure 20-2: 0 off, 1 OS, 2 USR, 3 both). */
-#define VPMU_FIXED_CTRL_BITS 4
-#define VPMU_FIXED_CTRL_EN  GENMASK_ULL(1, 0)
 #define VPMU_EVTSEL_INV     BIT_ULL(23)             /* Invert CMASK */
 #define VPMU_EVTSEL_CMASK   GENMASK_ULL(31, 24)     /* Counter Mask */
 /* Fields that change what is counted, beyond event + umask. */
 #define VPMU_EVTSEL_MODIFIERS (VPMU_EVTSEL_EDGE | VPMU_EVTSEL_INV | \
                                VPMU_EVTSEL_CMASK)
+_Static_assert(VPMU_EVTSEL_MODIFIERS == VPMU_RAW_MODIFIERS,
+               "source.h's VPMU_RAW_MODIFIERS is the same three fields");
+/* IA32_FIXED_CTR_CTRL: a 4-bit field per counter, EN its bits 1:0 (SDM
+ * Vol. 3B Figure 20-2: 0 off, 1 OS, 2 USR, 3 both). */
+#define VPMU_FIXED_CTRL_BITS 4
+#define VPMU_FIXED_CTRL_EN  GENMASK_ULL(1, 0)
 
 /* Counter control, vendor-neutral, decoded by the backend. */
 typedef struct VpmuCtl {

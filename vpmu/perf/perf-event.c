@@ -197,7 +197,7 @@ static int attr_event(const VpmuPerfSource *src, const VpmuSourceAttr *a,
         /* Only cycles and ref-cycles: the thread's CPU time at tsc_hz. */
         if ((a->event != VPMU_EVENT_CYCLES &&
              a->event != VPMU_EVENT_REF_CYCLES) ||
-            (a->raw_config & VPMU_EVTSEL_MODIFIERS)) {
+            (a->raw_config & VPMU_RAW_MODIFIERS)) {
             return -EOPNOTSUPP;
         }
         out->type = PERF_TYPE_SOFTWARE;
@@ -219,7 +219,7 @@ static int attr_event(const VpmuPerfSource *src, const VpmuSourceAttr *a,
     }
     /* A generic event cannot carry EDGE/INV/CMASK. */
     if (a->event >= VPMU_EVENT__COUNT || !hw_generic[a->event].valid ||
-        (a->raw_config & VPMU_EVTSEL_MODIFIERS)) {
+        (a->raw_config & VPMU_RAW_MODIFIERS)) {
         return -EOPNOTSUPP;
     }
     out->type = PERF_TYPE_HARDWARE;

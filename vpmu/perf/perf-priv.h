@@ -9,7 +9,11 @@
 
 #include <linux/perf_event.h>
 
-#include "pmu-priv.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <vpmu/perf.h>
 
 #define VPMU_PERF_IDLE_PASSES_DEFAULT   64
