@@ -400,3 +400,9 @@ int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
                         : h->host;
     return 0;
 }
+
+bool vpmu_perf_source_raw_events(const VpmuPerfSource *src)
+{
+    return src->stats.hw_pmu && src->host_vendor &&
+           src->host_vendor == src->opts.guest_vendor;
+}

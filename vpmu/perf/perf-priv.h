@@ -107,9 +107,9 @@ bool vpmu_perf_same_key(const struct perf_event_attr *a,
 int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
                          int *fd);
 int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h);
-void vpmu_perf_release_idle(VpmuPerfSource *src);
 
 /* perf-service.c */
+void vpmu_perf_handle_release(VpmuPerfSource *src, VpmuSourceHandle *h);
 int vpmu_perf_set_period(VpmuPerfSource *src, VpmuSourceHandle *h,
                          uint64_t host_period);
 int vpmu_perf_host_toggle(VpmuPerfSource *src, VpmuSourceHandle *h, bool on);

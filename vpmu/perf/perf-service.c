@@ -5,9 +5,20 @@
  * disable leaves the host event running and only stops crediting it; the
  * host event is disabled for real when the guest leaves the counter off
  * (tick), when it signals, or when it is parked.  Service turns overflow
- * signals into the core's callbacks and re-arms early countdowns.
+ * signals into the core's callbacks, re-arms early countdowns and closes
+ * parked events left idle.  Calls go perf.c -> here -> perf-event.c only.
  */
 #include "perf-priv.h"
+
+#include <stdlib.h>
+
+/* Close the host event and free the handle (active or parked: unlinked). */
+void vpmu_perf_handle_release(VpmuPerfSource *src, VpmuSourceHandle *h)
+{
+    vpmu_perf_sys_close(src, h->fd);
+    src->stats.releases++;
+    free(h);
+}
 
 int vpmu_perf_set_period(VpmuPerfSource *src, VpmuSourceHandle *h,
                          uint64_t host_period)
@@ -201,6 +212,24 @@ static void rearm(VpmuPerfSource *src)
     }
 }
 
+/* Close parked events unused for opts.idle_passes service passes. */
+static void release_idle(VpmuPerfSource *src)
+{
+    VpmuSourceHandle **p = &src->parked;
+
+    while (*p) {
+        VpmuSourceHandle *h = *p;
+
+        if (src->pass - h->parked_at >= src->opts.idle_passes) {
+            *p = h->next;
+            src->stats.parked--;
+            vpmu_perf_handle_release(src, h);
+        } else {
+            p = &h->next;
+        }
+    }
+}
+
 int vpmu_perf_source_service(VpmuPerfSource *src)
 {
     VpmuSourceHandle *h;
@@ -221,7 +250,7 @@ int vpmu_perf_source_service(VpmuPerfSource *src)
     if (src->opts.notify_signal) {
         rearm(src);
     }
-    vpmu_perf_release_idle(src);
+    release_idle(src);
     return calls;
 }
 

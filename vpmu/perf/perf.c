@@ -22,14 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Close the host event and free the handle (active or parked: unlinked). */
-static void handle_release(VpmuPerfSource *src, VpmuSourceHandle *h)
-{
-    vpmu_perf_sys_close(src, h->fd);
-    src->stats.releases++;
-    free(h);
-}
-
 static void list_unlink(VpmuSourceHandle **head, VpmuSourceHandle *h)
 {
     for (VpmuSourceHandle **p = head; *p; p = &(*p)->next) {
@@ -106,7 +98,7 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
     if (h) {
         r = rearm_parked(src, h, pattr.sample_period);
         if (r < 0) {
-            handle_release(src, h);
+            vpmu_perf_handle_release(src, h);
             return r;
         }
         src->stats.reuses++;
@@ -189,7 +181,7 @@ static void perf_close(void *opaque, VpmuSourceHandle *h)
         vpmu_perf_host_toggle(src, h, false);
     }
     if (h->error || src->opts.no_reuse) {
-        handle_release(src, h);
+        vpmu_perf_handle_release(src, h);
         return;
     }
     h->parked_at = src->pass;
@@ -212,24 +204,6 @@ static const VpmuSourceOps perf_ops = {
 const VpmuSourceOps *vpmu_perf_source_ops(void)
 {
     return &perf_ops;
-}
-
-/* Close parked events unused for opts.idle_passes service passes. */
-void vpmu_perf_release_idle(VpmuPerfSource *src)
-{
-    VpmuSourceHandle **p = &src->parked;
-
-    while (*p) {
-        VpmuSourceHandle *h = *p;
-
-        if (src->pass - h->parked_at >= src->opts.idle_passes) {
-            *p = h->next;
-            src->stats.parked--;
-            handle_release(src, h);
-        } else {
-            p = &h->next;
-        }
-    }
 }
 
 /* --- lifecycle ---------------------------------------------------------- */
@@ -355,7 +329,7 @@ static void release_list(VpmuPerfSource *src, VpmuSourceHandle **head)
         VpmuSourceHandle *h = *head;
 
         *head = h->next;
-        handle_release(src, h);
+        vpmu_perf_handle_release(src, h);
     }
 }
 
@@ -373,12 +347,6 @@ void vpmu_perf_source_free(VpmuPerfSource *src)
 uint32_t vpmu_perf_source_events(const VpmuPerfSource *src)
 {
     return src->events;
-}
-
-bool vpmu_perf_source_raw_events(const VpmuPerfSource *src)
-{
-    return src->stats.hw_pmu && src->host_vendor &&
-           src->host_vendor == src->opts.guest_vendor;
 }
 
 void vpmu_perf_source_stats(const VpmuPerfSource *src, VpmuPerfStats *out)
