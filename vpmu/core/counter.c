@@ -102,9 +102,9 @@ static void counter_source_error(VpmuCounter *c, const char *what, int err)
     VpmuPmu *pmu = c->pmu;
 
     pmu->stats.source_errors++;
-    vpmu_log(pmu, VPMU_LOG_SOURCE_ERROR,
-             "vpmu: counting source %s failed for counter 0x%x: %s; "
-             "the counter stops counting", what, c->id, strerror(-err));
+    vpmu_logf_once(&pmu->log, VPMU_LOG_SOURCE_ERROR,
+                   "vpmu: counting source %s failed for counter 0x%x: %s; "
+                   "the counter stops counting", what, c->id, strerror(-err));
     vpmu_counter_close(c);
     counter_set_state(c, VPMU_COUNTER_SOURCE_ERROR, NULL);
 }
@@ -301,15 +301,15 @@ static void counter_refuse(VpmuCounter *c, VpmuCounterState why)
     if (why == VPMU_COUNTER_FILTERED) {
         c->filtered++;
         pmu->stats.filtered++;
-        vpmu_log(pmu, VPMU_LOG_FILTERED,
-                 "vpmu: event 0x%llx of counter 0x%x denied by the filter",
-                 (unsigned long long)c->ctl, c->id);
+        vpmu_logf_once(&pmu->log, VPMU_LOG_FILTERED,
+                       "vpmu: event 0x%llx of counter 0x%x denied by the "
+                       "filter", (unsigned long long)c->ctl, c->id);
     } else {
         pmu->stats.unsupported++;
-        vpmu_log(pmu, VPMU_LOG_UNSUPPORTED,
-                 "vpmu: counting source cannot back event 0x%llx of "
-                 "counter 0x%x; it counts nothing",
-                 (unsigned long long)c->ctl, c->id);
+        vpmu_logf_once(&pmu->log, VPMU_LOG_UNSUPPORTED,
+                       "vpmu: counting source cannot back event 0x%llx of "
+                       "counter 0x%x; it counts nothing",
+                       (unsigned long long)c->ctl, c->id);
     }
 }
 

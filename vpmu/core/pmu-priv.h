@@ -11,6 +11,8 @@
 
 #include <vpmu/pmu.h>
 
+#include "vpmu-log.h"
+
 #define VPMU_MAX_GP     8
 #define VPMU_MAX_FIXED  4
 
@@ -184,12 +186,10 @@ struct VpmuPmu {
     bool guest_mode;        /* vpmu_pmu_set_guest_mode() */
 
     VpmuStats stats;
-    bool logged[VPMU_LOG__COUNT];
+    VpmuLogger log;             /* opts.log; VpmuLogKind once each */
 };
 
 /* core/pmu.c */
-void vpmu_log(VpmuPmu *pmu, VpmuLogKind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 const VpmuArchOps *vpmu_arch_for(VpmuVendor vendor);
 /* Copy @fmt into err (if any); returns -EINVAL for "return vpmu_err(...)". */
 int vpmu_err(char *err, size_t errlen, const char *fmt, ...)

@@ -32,22 +32,6 @@ int vpmu_err(char *err, size_t errlen, const char *fmt, ...)
     return -EINVAL;
 }
 
-/* Guest-triggerable conditions are logged once per kind and PMU. */
-void vpmu_log(VpmuPmu *pmu, VpmuLogKind kind, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-
-    if (pmu->logged[kind] || !pmu->opts.log) {
-        return;
-    }
-    pmu->logged[kind] = true;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    pmu->opts.log(pmu->opts.opaque, msg);
-}
-
 void vpmu_config_init(VpmuConfig *cfg, VpmuVendor vendor)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -130,6 +114,7 @@ int vpmu_pmu_new(const VpmuConfig *cfg, const VpmuPmuOpts *opts,
     }
     pmu->cfg = *cfg;
     pmu->opts = *opts;
+    vpmu_logger_init(&pmu->log, opts->log, opts->opaque);
     pmu->arch = vpmu_arch_for(cfg->vendor);
     pmu->nr_gp = cfg->nr_gp;
     pmu->nr_fixed = cfg->nr_fixed;

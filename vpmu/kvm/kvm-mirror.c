@@ -215,11 +215,9 @@ static int set_msrs(VpmuKvm *k, MirrorBuf *b, int *done)
 static int mirror_fail(VpmuKvm *k, int ret)
 {
     k->stats.mirror_errors++;
-    if (!k->logged_mirror) {
-        k->logged_mirror = true;
-        vpmu_kvm__log(k, "vpmu/kvm: mirroring counters into KVM failed: %s "
-                      "(guest RDPMC reads stale values)", strerror(-ret));
-    }
+    vpmu_logf_once(&k->log, VPMU_KVM_LOG_MIRROR,
+                   "vpmu/kvm: mirroring counters into KVM failed: %s "
+                   "(guest RDPMC reads stale values)", strerror(-ret));
     return ret;
 }
 

@@ -8,6 +8,8 @@
 
 #include <vpmu/kvm.h>
 
+#include "vpmu-log.h"
+
 /*
  * KVM's MSRs that a mirror writes (SDM Vol. 4 Table 2-2; APM Vol. 2 13.2.1,
  * 13.2.2).  What a guest MSR is comes from the library (vpmu_pmu_msr_info()).
@@ -50,8 +52,7 @@ struct VpmuKvm {
     VpmuPmu *pmu;
     VpmuKvmStats stats;
     bool pmi_pending;
-    bool logged_mirror;
-    bool logged_inject;
+    VpmuLogger log;             /* opts.log; VpmuKvmLogKind once each */
     /*
      * The exit being handled is an RDMSR/WRMSR vpmu served: KVM retires
      * it when the vCPU resumes and counts it on its own live PMCs
@@ -71,10 +72,14 @@ struct VpmuKvm {
     uint64_t kvm_val[MAX_MIRROR];
 };
 
+/* What the KVM front end logs once per vCPU (vpmu-log.h). */
+typedef enum VpmuKvmLogKind {
+    VPMU_KVM_LOG_MIRROR,        /* KVM_SET_MSRS of a mirror failed */
+    VPMU_KVM_LOG_INJECT,        /* a PMI could not be delivered */
+} VpmuKvmLogKind;
+
 /* kvm.c: opts.ioctl or the system's. */
 int vpmu_kvm__ioctl(const VpmuKvm *k, int fd, unsigned long req, void *arg);
-void vpmu_kvm__log(VpmuKvm *k, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 /* kvm-mirror.c */
 void vpmu_kvm__mirror_if_any(VpmuKvm *k);

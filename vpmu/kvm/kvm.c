@@ -45,20 +45,6 @@
 static bool probe_kvm_pmu(int vm_fd);
 static int send_msi(VpmuKvm *k, uint32_t vector);
 
-void vpmu_kvm__log(VpmuKvm *k, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-
-    if (!k->opts.log) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    k->opts.log(k->opts.opaque, msg);
-}
-
 int vpmu_kvm__ioctl(const VpmuKvm *k, int fd, unsigned long req, void *arg)
 {
     if (k->opts.ioctl) {
@@ -79,7 +65,7 @@ static void kvm_core_log(void *opaque, const char *msg)
 {
     VpmuKvm *k = opaque;
 
-    vpmu_kvm__log(k, "%s", msg);
+    vpmu_logf(&k->log, "%s", msg);
 }
 
 static int check_opts(const VpmuKvmOpts *opts, char *err, size_t errlen)
@@ -122,8 +108,8 @@ static void install_deny_all(VpmuKvm *k)
     }
     if (vpmu_kvm__ioctl(k, k->opts.vm_fd, KVM_SET_PMU_EVENT_FILTER,
                         &deny) < 0) {
-        vpmu_kvm__log(k, "vpmu/kvm: KVM_SET_PMU_EVENT_FILTER (deny all): %s",
-                strerror(errno));
+        vpmu_logf(&k->log, "vpmu/kvm: KVM_SET_PMU_EVENT_FILTER (deny all): %s",
+                  strerror(errno));
     }
 }
 
@@ -183,6 +169,7 @@ int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
         return -ENOMEM;
     }
     k->opts = *opts;
+    vpmu_logger_init(&k->log, opts->log, opts->opaque);
     k->cfg = *opts->cfg;
     k->opts.cfg = &k->cfg;
     popts.source_ops = opts->source_ops;
@@ -205,7 +192,7 @@ int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
                                                  : host_gp_counters();
     k->stats.kvm_pmu = opts->kvm_pmu ? opts->kvm_pmu > 0 : probe_kvm_pmu(opts->vm_fd);
     if (!k->stats.kvm_pmu) {
-        vpmu_kvm__log(k, "KVM has no vPMU: guest RDPMC takes #GP");
+        vpmu_logf(&k->log, "KVM has no vPMU: guest RDPMC takes #GP");
     }
     *out = k;
     return 0;
@@ -403,10 +390,9 @@ int vpmu_kvm_handle_msr_exit(VpmuKvm *k)
 static void inject_failed(VpmuKvm *k, int err, const char *what)
 {
     k->stats.inject_errors++;
-    if (!k->logged_inject) {
-        k->logged_inject = true;
-        vpmu_kvm__log(k, "vpmu/kvm: PMI not delivered: %s: %s", what, strerror(-err));
-    }
+    vpmu_logf_once(&k->log, VPMU_KVM_LOG_INJECT,
+                   "vpmu/kvm: PMI not delivered: %s: %s", what,
+                   strerror(-err));
 }
 
 /* Deliver one PMI through the LVTPC entry read now (the guest may have

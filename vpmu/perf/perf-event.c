@@ -120,20 +120,6 @@ VpmuVendor vpmu_perf_host_vendor(void)
     return 0;
 }
 
-void vpmu_perf_log(VpmuPerfSource *src, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-
-    if (!src->opts.log) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    src->opts.log(src->opts.opaque, msg);
-}
-
 /* Count a failed system call; returns @err for "return vpmu_perf_fail()". */
 int vpmu_perf_fail(VpmuPerfSource *src, bool open, int err)
 {
@@ -143,13 +129,10 @@ int vpmu_perf_fail(VpmuPerfSource *src, bool open, int err)
         src->stats.ioctl_errors++;
     }
     src->stats.last_error = err;
-    if (!src->logged_error) {
-        src->logged_error = true;
-        vpmu_perf_log(src, "vpmu-perf: host %s failed: %s; the guest "
-                      "counter stops counting (further failures are only "
-                      "counted)", open ? "perf_event_open" : "event I/O",
-                      strerror(-err));
-    }
+    vpmu_logf_once(&src->log, VPMU_PERF_LOG_ERROR,
+                   "vpmu-perf: host %s failed: %s; the guest counter stops "
+                   "counting (further failures are only counted)",
+                   open ? "perf_event_open" : "event I/O", strerror(-err));
     return err;
 }
 
@@ -334,14 +317,11 @@ static uint64_t scale(uint64_t dv, uint64_t de, uint64_t dr)
 static int event_pinned_failure(VpmuPerfSource *src, VpmuSourceHandle *h)
 {
     src->stats.pinned_failures++;
-    if (!src->logged_pinned) {
-        src->logged_pinned = true;
-        vpmu_perf_log(src, "vpmu-perf: the host could not keep pinned "
-                      "event (type %u config 0x%llx) of guest counter 0x%x "
-                      "on its PMU; that counter stops counting",
-                      h->pattr.type, (unsigned long long)h->pattr.config,
-                      h->attr.counter_id);
-    }
+    vpmu_logf_once(&src->log, VPMU_PERF_LOG_PINNED,
+                   "vpmu-perf: the host could not keep pinned event (type "
+                   "%u config 0x%llx) of guest counter 0x%x on its PMU; "
+                   "that counter stops counting", h->pattr.type,
+                   (unsigned long long)h->pattr.config, h->attr.counter_id);
     h->error = -EBUSY;
     return -EBUSY;
 }

@@ -16,6 +16,8 @@
 
 #include <vpmu/perf.h>
 
+#include "vpmu-log.h"
+
 #define VPMU_PERF_IDLE_PASSES_DEFAULT   64
 #define VPMU_PERF_TSC_HZ_DEFAULT        1000000000ull
 /* ns * hz must fit 64 bits for every ns < 1e9: hz < 2^64 / 1e9. */
@@ -69,6 +71,12 @@ struct VpmuSourceHandle {
     uint64_t read_tick;     /* src->ticks at the last read; 0 = none */
 };
 
+/* What the perf source logs once per source (vpmu-log.h). */
+typedef enum VpmuPerfLogKind {
+    VPMU_PERF_LOG_ERROR,        /* a failed system call */
+    VPMU_PERF_LOG_PINNED,       /* a pinned event the host could not keep */
+} VpmuPerfLogKind;
+
 struct VpmuPerfSource {
     VpmuPerfSourceOpts opts;
     VpmuPerfSys sys;
@@ -81,7 +89,7 @@ struct VpmuPerfSource {
     uint64_t pass;          /* service passes so far */
     uint64_t ticks;         /* tick() calls so far */
     unsigned soft_off;      /* active handles off for the guest, hw_on */
-    bool logged_pinned, logged_error;
+    VpmuLogger log;         /* opts.log; VpmuPerfLogKind once each */
     VpmuPerfStats stats;
 };
 
@@ -91,8 +99,6 @@ int vpmu_perf_sys_ioctl(VpmuPerfSource *src, int fd, unsigned long req,
                         unsigned long arg);
 void vpmu_perf_sys_close(VpmuPerfSource *src, int fd);
 VpmuVendor vpmu_perf_host_vendor(void);
-void vpmu_perf_log(VpmuPerfSource *src, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 int vpmu_perf_fail(VpmuPerfSource *src, bool open, int err);
 
 /* perf-event.c: one host event. */

@@ -271,17 +271,17 @@ static void probe_host(VpmuPerfSource *src)
     if (probe(src, VPMU_EVENT_CYCLES) == 0) {
         src->events = VPMU_EVENT_BIT(VPMU_EVENT_CYCLES) |
                       VPMU_EVENT_BIT(VPMU_EVENT_REF_CYCLES);
-        vpmu_perf_log(src, "vpmu-perf: no hardware PMU on this host "
-                      "(cycles: %s): guest cycles and ref-cycles count the "
-                      "vCPU thread's CPU time (task-clock) at %llu Hz, "
-                      "every other event is unavailable", strerror(-r),
-                      (unsigned long long)src->opts.tsc_hz);
+        vpmu_logf(&src->log, "vpmu-perf: no hardware PMU on this host "
+                  "(cycles: %s): guest cycles and ref-cycles count the "
+                  "vCPU thread's CPU time (task-clock) at %llu Hz, "
+                  "every other event is unavailable", strerror(-r),
+                  (unsigned long long)src->opts.tsc_hz);
         return;
     }
     src->events = 0;
-    vpmu_perf_log(src, "vpmu-perf: perf_event_open is unavailable here "
-                  "(cycles: %s): every guest event is unavailable",
-                  strerror(-r));
+    vpmu_logf(&src->log, "vpmu-perf: perf_event_open is unavailable here "
+              "(cycles: %s): every guest event is unavailable",
+              strerror(-r));
 }
 
 int vpmu_perf_source_new(const VpmuPerfSourceOpts *opts,
@@ -305,6 +305,7 @@ int vpmu_perf_source_new(const VpmuPerfSourceOpts *opts,
         return -ENOMEM;
     }
     src->opts = *opts;
+    vpmu_logger_init(&src->log, opts->log, opts->opaque);
     if (opts->sys) {
         src->sys = *opts->sys;
     }

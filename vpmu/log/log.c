@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The logging facility of every libvpmu component (vpmu-log.h). */
+#include "vpmu-log.h"
+
+#include <stdio.h>
+
+void vpmu_logger_init(VpmuLogger *l, void (*fn)(void *opaque, const char *msg),
+                      void *opaque)
+{
+    l->fn = fn;
+    l->opaque = opaque;
+    l->logged = 0;
+}
+
+static void vlogf(VpmuLogger *l, const char *fmt, va_list ap)
+{
+    /* One line: the user's callback gets it whole, truncated if long. */
+    char msg[256];
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    l->fn(l->opaque, msg);
+}
+
+void vpmu_logf(VpmuLogger *l, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!l->fn) {
+        return;
+    }
+    va_start(ap, fmt);
+    vlogf(l, fmt, ap);
+    va_end(ap);
+}
+
+void vpmu_logf_once(VpmuLogger *l, unsigned kind, const char *fmt, ...)
+{
+    uint32_t bit = 1u << (kind % VPMU_LOG_KINDS);
+    va_list ap;
+
+    if (!l->fn || (l->logged & bit)) {
+        return;
+    }
+    l->logged |= bit;
+    va_start(ap, fmt);
+    vlogf(l, fmt, ap);
+    va_end(ap);
+}
