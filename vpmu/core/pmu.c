@@ -457,15 +457,13 @@ size_t vpmu_pmu_msr_spans(const VpmuPmu *pmu, VpmuMsrSpan *out, size_t max)
     return (size_t)vpmu_config_msr_spans(&pmu->cfg, out, max);
 }
 
-/* Mirror bits of every counter, and their global enable/status bits. */
-static uint64_t all_counters(VpmuPmu *pmu, uint64_t *status_bits)
+/* The global enable bits of every counter (the status layout). */
+static uint64_t global_enables(VpmuPmu *pmu)
 {
     uint64_t bits = 0;
 
-    *status_bits = 0;
     for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        bits |= BIT_ULL(i);
-        *status_bits |= vpmu_status_bit(vpmu_counter_at(pmu, i));
+        bits |= vpmu_status_bit(vpmu_counter_at(pmu, i));
     }
     return bits;
 }
@@ -473,7 +471,6 @@ static uint64_t all_counters(VpmuPmu *pmu, uint64_t *status_bits)
 int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
 {
     const VpmuMsrRange *r;
-    uint64_t status_bits;
     VpmuMsrKind kind;
     unsigned idx;
 
@@ -482,7 +479,8 @@ int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
         return -ENOENT;
     }
     memset(out, 0, sizeof(*out));
-    out->counters = all_counters(pmu, &status_bits);
+    /* Mirror bits: GP i is bit i, fixed j bit nr_gp + j; all by default. */
+    out->counters = BIT_ULL(vpmu_nr_counters(pmu)) - 1;
     kind = vpmu_msr_unalias(r->kind, &idx);
     switch (kind) {
     case VPMU_MSR_PMC:
@@ -503,7 +501,7 @@ int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
         }
         break;
     case VPMU_MSR_GLOBAL_CTRL:
-        out->enables = status_bits;
+        out->enables = global_enables(pmu);
         break;
     case VPMU_MSR_GLOBAL_STATUS:
         out->cls = VPMU_MSR_CLASS_STATUS;

@@ -328,9 +328,9 @@ static int event_pinned_failure(VpmuPerfSource *src, VpmuSourceHandle *h)
 
 /*
  * Read the event and advance h->count, if the guest counter is on.
- * Deltas since the last read are
- * scaled (opts.multiplex) one interval at a time, so the count stays
- * monotonic even when the running/enabled ratio changes.
+ * Deltas since the last read are scaled (opts.multiplex) one interval at
+ * a time, so the count stays monotonic even when the running/enabled
+ * ratio changes.
  */
 int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
 {

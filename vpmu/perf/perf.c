@@ -122,7 +122,9 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
  * Same event, new period: served in place.  Read first, then restart the
  * kernel's countdown: the kernel then counts its period from a point at
  * or after period_start, so its overflow (the signal) never comes before
- * service() sees the guest period elapsed.
+ * service() sees the guest period elapsed.  No restart when the new
+ * period is only what was counted (the overflow point has not moved), or
+ * while the guest counter is off (perf_enable() restarts it then).
  */
 static int perf_update(void *opaque, VpmuSourceHandle *h,
                        const VpmuSourceAttr *attr)
