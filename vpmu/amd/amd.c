@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * AMD core performance counters: legacy K7, PerfCtrExtCore and PerfMonV2
- * (APM Vol. 2 13.2).  AMD drops reserved bits silently instead of #GP;
- * only MSRs that do not exist fault.  Counters are always 48 bits.
+ * (APM Vol. 2 13.2): the MSR map, the event encodings, the reserved-bit
+ * rules and the CPUID leaves.  AMD drops reserved bits silently instead
+ * of #GP; only MSRs that do not exist fault.  Counters are always 48 bits.
  */
 #include "pmu-priv.h"
 
@@ -51,6 +52,8 @@ static const VpmuEventCode amd_arch_events[] = {
 };
 _Static_assert(VPMU_ARRAY_SIZE(amd_arch_events) == VPMU_EVENT__COUNT,
                "one entry per architectural event");
+_Static_assert(VPMU_ARRAY_SIZE(amd_ranges) <= VPMU_MAX_RANGES,
+               "the PMU keeps one bitmap per range");
 
 static VpmuAmdLevel level(const VpmuPmu *pmu)
 {
@@ -123,69 +126,36 @@ static bool amd_msr_exists(const VpmuConfig *cfg, VpmuMsrKind kind,
     }
 }
 
-static int amd_rdmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                     uint64_t *val)
+/* What a write keeps: reserved bits are dropped, never a #GP. */
+static int amd_sanitize(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
+                        uint64_t *val)
 {
-    switch (vpmu_msr_unalias(kind, &idx)) {
+    switch (kind) {
     case VPMU_MSR_EVTSEL:
-        *val = pmu->gp[idx].ctl;
-        return 0;
-    case VPMU_MSR_PMC:
-        *val = vpmu_counter_read(&pmu->gp[idx]);
-        return 0;
-    case VPMU_MSR_GLOBAL_STATUS:
-        *val = vpmu_pmu_read_status(pmu);
-        return 0;
-    case VPMU_MSR_GLOBAL_CTRL:
-        *val = pmu->global_ctrl;
-        return 0;
-    default:
-        /* STATUS_CLR and STATUS_SET read as 0. */
-        *val = 0;
-        return 0;
-    }
-}
-
-static int amd_wrmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                     uint64_t val)
-{
-    switch (vpmu_msr_unalias(kind, &idx)) {
-    case VPMU_MSR_EVTSEL:
-        vpmu_counter_set_ctl(&pmu->gp[idx], val & evtsel_keep(pmu));
-        break;
-    case VPMU_MSR_PMC:
-        /* The 48-bit counter keeps the low 48 bits of the write. */
-        vpmu_counter_write(&pmu->gp[idx], val);
+        *val &= evtsel_keep(pmu);
         break;
     case VPMU_MSR_GLOBAL_CTRL:
-        vpmu_pmu_set_global_ctrl(pmu, val & counters_mask(pmu));
-        break;
     case VPMU_MSR_GLOBAL_OVF_CTRL:
-        vpmu_pmu_clear_status(pmu, val & counters_mask(pmu));
-        break;
     case VPMU_MSR_GLOBAL_STATUS_SET:
-        vpmu_pmu_set_status(pmu, val & counters_mask(pmu));
+        *val &= counters_mask(pmu);
         break;
     default:
-        /* PerfCntrGlobalStatus is read-only: writes are ignored. */
+        /*
+         * PERF_CTR: the 48-bit counter keeps the low 48 bits.
+         * PerfCntrGlobalStatus is read-only: the core ignores the write.
+         */
         break;
     }
     return 0;
 }
 
-static int amd_rdpmc(VpmuPmu *pmu, uint32_t ecx, uint64_t *val)
+/* APM RDPMC: ECX selects a core counter; anything else #GP. */
+static int amd_rdpmc_counter(const VpmuPmu *pmu, uint32_t ecx, uint32_t *id)
 {
-    VpmuCounter *c;
-
-    /* APM RDPMC: ECX selects a core counter; anything else #GP. */
     if (ecx & VPMU_COUNTER_FIXED) {
         return -EINVAL;
     }
-    c = vpmu_counter_by_id(pmu, ecx);
-    if (!c) {
-        return -EINVAL;
-    }
-    *val = vpmu_counter_read(c) & c->mask;
+    *id = ecx;
     return 0;
 }
 
@@ -220,70 +190,29 @@ static int amd_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
     }
 }
 
-/*
- * APM Vol. 2 13.2.1 (PerfEvtSeln HostOnly/GuestOnly): GuestOnly alone
- * counts in guest mode only, HostOnly alone in host mode only, both or
- * neither in both modes.  The bits are only in ctl with amd_host_guest.
- */
-static void amd_decode(const VpmuCounter *c, VpmuCtl *out)
-{
-    uint64_t hg = c->ctl & AMD_EVTSEL_HG;
-
-    vpmu_decode_evtsel(c->ctl, VPMU_EVTSEL_EVENT | AMD_EVTSEL_EVENT_HI,
-                       amd_arch_events, out);
-    out->host = hg != AMD_EVTSEL_GUEST_ONLY;
-    out->guest = hg != AMD_EVTSEL_HOST_ONLY;
-}
-
-static bool amd_has_global(const VpmuConfig *cfg)
-{
-    return cfg->amd_level == VPMU_AMD_PERFMON_V2;
-}
-
 /* AMD has no Freeze_PerfMon_On_PMI for core counters. */
-static void amd_freeze_on_pmi(VpmuPmu *pmu)
+static void amd_rules(const VpmuConfig *cfg, VpmuRules *out)
 {
+    out->freeze_on_pmi = 0;
+    out->freeze_status = 0;
 }
 
-static bool amd_frozen(const VpmuPmu *pmu)
-{
-    return false;
-}
-
-static int amd_check_state(const VpmuPmu *pmu, VpmuMsrKind kind,
-                           unsigned idx, uint64_t val)
-{
-    uint64_t allowed;
-
-    switch (kind) {
-    case VPMU_MSR_EVTSEL:
-        allowed = evtsel_keep(pmu);
-        break;
-    case VPMU_MSR_GLOBAL_CTRL:
-    case VPMU_MSR_GLOBAL_STATUS:
-        /* Kept at its reset value without PerfMonV2; never wider. */
-        allowed = counters_mask(pmu);
-        break;
-    default:
-        allowed = 0;
-        break;
-    }
-    return (val & ~allowed) ? -EINVAL : 0;
-}
-
+/*
+ * The HostOnly/GuestOnly bits are only in a control with amd_host_guest
+ * (evtsel_keep()); the core decodes them (APM Vol. 2 13.2.1).
+ */
 const VpmuArchOps vpmu_amd_ops = {
     .name = "amd",
     .ranges = amd_ranges,
     .nr_ranges = VPMU_ARRAY_SIZE(amd_ranges),
+    .event_bits = VPMU_EVTSEL_EVENT | AMD_EVTSEL_EVENT_HI,
+    .events = amd_arch_events,
+    .guest_only = AMD_EVTSEL_GUEST_ONLY,
+    .host_only = AMD_EVTSEL_HOST_ONLY,
     .check = amd_check,
     .msr_exists = amd_msr_exists,
-    .rdmsr = amd_rdmsr,
-    .wrmsr = amd_wrmsr,
-    .rdpmc = amd_rdpmc,
+    .rules = amd_rules,
+    .sanitize = amd_sanitize,
+    .rdpmc_counter = amd_rdpmc_counter,
     .cpuid = amd_cpuid,
-    .decode = amd_decode,
-    .has_global = amd_has_global,
-    .freeze_on_pmi = amd_freeze_on_pmi,
-    .frozen = amd_frozen,
-    .check_state = amd_check_state,
 };

@@ -9,6 +9,10 @@
  * sample period is always the distance to the next guest-visible overflow,
  * (-value) & mask, so the source calls back exactly when the guest counter
  * wraps (KVM get_sample_period(), pmu-emul.c compute_period()).
+ *
+ * The PMU-wide state that starts and stops counters lives here too: the
+ * global control, the global status and the freeze, which an overflow
+ * changes, and the writes pmu.c hands over sanitised and decoded.
  */
 #include "pmu-priv.h"
 
@@ -52,11 +56,6 @@ void vpmu_counter_close(VpmuCounter *c)
     c->src_enabled = false;
 }
 
-/*
- * A source call failed: the guest keeps running, the counter stops
- * counting (degraded), the operator sees it in the statistics and in one
- * log line per PMU.
- */
 /* What emulated events a counter with @ctl counts (VPMU_EMUL_*). */
 static uint8_t counter_emul_bits(const VpmuCtl *ctl)
 {
@@ -97,6 +96,11 @@ static void counter_set_state(VpmuCounter *c, VpmuCounterState state,
     }
 }
 
+/*
+ * A source call failed: the guest keeps running, the counter stops
+ * counting (degraded), the operator sees it in the statistics and in one
+ * log line per PMU.
+ */
 static void counter_source_error(VpmuCounter *c, const char *what, int err)
 {
     VpmuPmu *pmu = c->pmu;
@@ -109,25 +113,48 @@ static void counter_source_error(VpmuCounter *c, const char *what, int err)
     counter_set_state(c, VPMU_COUNTER_SOURCE_ERROR, NULL);
 }
 
+static void set_global_ctrl(VpmuPmu *pmu, uint64_t val);
+static void status_update(VpmuPmu *pmu, uint64_t set, uint64_t clear);
+
+/*
+ * DEBUGCTL.Freeze_PerfMon_On_PMI (SDM Vol. 3B 20.2.4.1): the legacy freeze
+ * (v2, v3) clears GLOBAL_CTRL; the streamlined one (v4+) sets
+ * GLOBAL_STATUS.CTR_Frz and keeps GLOBAL_CTRL.  AMD has none.
+ */
+static void freeze_on_pmi(VpmuPmu *pmu)
+{
+    if (!(pmu->debugctl & pmu->rules.freeze_on_pmi)) {
+        return;
+    }
+    if (pmu->rules.freeze_status) {
+        status_update(pmu, pmu->rules.freeze_status, 0);
+    } else {
+        set_global_ctrl(pmu, 0);
+    }
+}
+
+static bool frozen(const VpmuPmu *pmu)
+{
+    return pmu->global_status & pmu->rules.freeze_status;
+}
+
 /* Set and signal an overflow of @c (SDM 20.2.2, APM 13.2.1). */
 static void counter_overflowed(VpmuCounter *c)
 {
     VpmuPmu *pmu = c->pmu;
-    VpmuCtl ctl;
 
-    pmu->arch->decode(c, &ctl);
     c->overflows++;
     pmu->stats.overflows++;
-    if (pmu->arch->has_global(&pmu->cfg)) {
+    if (pmu->has_global) {
         pmu->global_status |= vpmu_status_bit(c);
     }
-    if (!ctl.intr) {
+    if (!c->dec.intr) {
         return;
     }
     c->pmis++;
     pmu->stats.pmis++;
     /* The freeze is in place by the time the PMI handler runs. */
-    pmu->arch->freeze_on_pmi(pmu);
+    freeze_on_pmi(pmu);
     if (pmu->opts.pmi) {
         pmu->opts.pmi(pmu->opts.opaque);
     }
@@ -269,20 +296,18 @@ static bool counter_allowed(const VpmuCounter *c, const VpmuCtl *ctl)
                     : vpmu_filter_allows_event(f, ctl->raw_config);
 }
 
-bool vpmu_counter_enabled(const VpmuCounter *c, VpmuCtl *ctl)
+static bool counter_enabled(const VpmuCounter *c)
 {
     const VpmuPmu *pmu = c->pmu;
 
-    pmu->arch->decode(c, ctl);
-    if (!ctl->en || (!ctl->usr && !ctl->os)) {
+    if (!c->dec.en || (!c->dec.usr && !c->dec.os)) {
         return false;
     }
     /* IA32_PERF_GLOBAL_CTRL / PerfCntrGlobalCtl: same bit as the status */
-    if (pmu->arch->has_global(&pmu->cfg) &&
-        !(pmu->global_ctrl & vpmu_status_bit(c))) {
+    if (pmu->has_global && !(pmu->global_ctrl & vpmu_status_bit(c))) {
         return false;
     }
-    return !pmu->arch->frozen(pmu);
+    return !frozen(pmu);
 }
 
 /*
@@ -313,38 +338,40 @@ static void counter_refuse(VpmuCounter *c, VpmuCounterState why)
     }
 }
 
+static void counter_reprogram(VpmuCounter *c);
+
 /* The source saw the period elapse: fold, which raises the overflow. */
 static void counter_overflow_cb(void *ctx)
 {
-    vpmu_counter_reprogram(ctx);
+    counter_reprogram(ctx);
 }
 
 /* Program the source for the counter's current state; it is folded. */
 static void counter_program(VpmuCounter *c)
 {
+    const VpmuCtl *ctl = &c->dec;
     VpmuSourceAttr attr = { 0 };
     const char *what = "open";
-    VpmuCtl ctl;
     int r;
 
-    if (!vpmu_counter_enabled(c, &ctl)) {
+    if (!counter_enabled(c)) {
         counter_stop(c, VPMU_COUNTER_OFF);
         return;
     }
-    if (!counter_allowed(c, &ctl)) {
+    if (!counter_allowed(c, ctl)) {
         counter_refuse(c, VPMU_COUNTER_FILTERED);
         return;
     }
-    if (!counter_supported(c, &ctl)) {
+    if (!counter_supported(c, ctl)) {
         counter_refuse(c, VPMU_COUNTER_UNSUPPORTED);
         return;
     }
-    attr.event = ctl.event;
-    attr.raw_config = ctl.raw_config;
-    attr.count_user = ctl.usr;
-    attr.count_kernel = ctl.os;
-    attr.count_host = ctl.host;
-    attr.count_guest = ctl.guest;
+    attr.event = ctl->event;
+    attr.raw_config = ctl->raw_config;
+    attr.count_user = ctl->usr;
+    attr.count_kernel = ctl->os;
+    attr.count_host = ctl->host;
+    attr.count_guest = ctl->guest;
     attr.sample_period = counter_period(c);
     attr.counter_id = c->id;
     attr.overflow = counter_overflow_cb;
@@ -359,21 +386,21 @@ static void counter_program(VpmuCounter *c)
         counter_source_error(c, what, r);
         return;
     }
-    counter_set_state(c, VPMU_COUNTER_COUNTING, &ctl);
+    counter_set_state(c, VPMU_COUNTER_COUNTING, ctl);
 }
 
-void vpmu_counter_reprogram(VpmuCounter *c)
+static void counter_reprogram(VpmuCounter *c)
 {
     /*
      * A failed read degrades the counter and it stays degraded: only a
-     * guest write (vpmu_counter_write/set_ctl) programs it again.
+     * guest write (counter_write/counter_set_ctl) programs it again.
      */
     if (counter_fold(c)) {
         counter_program(c);
     }
 }
 
-void vpmu_counter_write(VpmuCounter *c, uint64_t val)
+static void counter_write(VpmuCounter *c, uint64_t val)
 {
     /* Events before the write belong to the old value (and may wrap it). */
     counter_fold(c);
@@ -381,19 +408,25 @@ void vpmu_counter_write(VpmuCounter *c, uint64_t val)
     counter_program(c);
 }
 
-void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl)
+void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec)
+{
+    c->ctl = ctl;
+    c->dec = *dec;
+}
+
+static void counter_set_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec)
 {
     counter_fold(c);
     if (c->ctl != ctl && c->state != VPMU_COUNTER_COUNTING) {
         /* A new request: a refusal of it is counted again. */
         counter_set_state(c, VPMU_COUNTER_OFF, NULL);
     }
-    c->ctl = ctl;
+    vpmu_counter_load_ctl(c, ctl, dec);
     counter_program(c);
 }
 
-void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
-                               unsigned cpl)
+static void counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
+                                 unsigned cpl)
 {
     uint8_t want = event == VPMU_EVENT_BRANCHES ?
                    (cpl == 3 ? VPMU_EMUL_BR_USR : VPMU_EMUL_BR_OS) :
@@ -411,30 +444,143 @@ void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
     counter_program(c);
 }
 
-void vpmu_decode_evtsel(uint64_t ctl, uint64_t event_bits,
-                        const VpmuEventCode codes[VPMU_EVENT__COUNT],
-                        VpmuCtl *out)
+/*
+ * Count one retired instruction (or branch) at @cpl on every counter that
+ * counts it: only those in the emulation bitmap (KVM precomputes the same,
+ * kvm_pmu_recalc_pmc_emulation()).  Adding may overflow and freeze the PMU,
+ * which reprograms counters and changes the bitmap: re-read it each time.
+ */
+static void count_emulated(VpmuPmu *pmu, VpmuArchEvent event, unsigned cpl)
 {
-    uint64_t sel = ctl & event_bits;
-    /* EventSelect[11:8] lives in bits 35:32 (AMD; 0 on Intel). */
-    uint16_t event = (sel & VPMU_EVTSEL_EVENT) | ((sel >> 24) & 0xf00);
-    uint8_t umask = (ctl & VPMU_EVTSEL_UMASK) >> 8;
-
-    memset(out, 0, sizeof(*out));
-    out->en = ctl & VPMU_EVTSEL_EN;
-    out->usr = ctl & VPMU_EVTSEL_USR;
-    out->os = ctl & VPMU_EVTSEL_OS;
-    out->intr = ctl & VPMU_EVTSEL_INT;
-    out->plain = !(ctl & VPMU_EVTSEL_MODIFIERS);
-    out->host = out->guest = true;
-    out->raw_config = ctl & (event_bits | VPMU_EVTSEL_UMASK |
-                             VPMU_EVTSEL_MODIFIERS);
-    out->event = VPMU_EVENT_RAW;
-    for (unsigned e = 0; e < VPMU_EVENT__COUNT; e++) {
-        if (codes[e].valid && codes[e].event == event &&
-            codes[e].umask == umask) {
-            out->event = e;
-            return;
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        if (!(pmu->emul_counters >> i)) {
+            break;
+        }
+        if (pmu->emul_counters & BIT_ULL(i)) {
+            counter_add_emulated(vpmu_counter_at(pmu, i), event, cpl);
         }
     }
+}
+
+void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl, bool branch)
+{
+    count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, cpl);
+    if (branch) {
+        count_emulated(pmu, VPMU_EVENT_BRANCHES, cpl);
+    }
+}
+
+void vpmu_pmu_sync(VpmuPmu *pmu)
+{
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        counter_fold(vpmu_counter_at(pmu, i));
+    }
+}
+
+void vpmu_pmu_reprogram_all(VpmuPmu *pmu)
+{
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        counter_reprogram(vpmu_counter_at(pmu, i));
+    }
+}
+
+/* Fold, or reprogram, the counters whose global enable bit is in @bits. */
+static void reprogram_bits(VpmuPmu *pmu, uint64_t bits, bool fold_only)
+{
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        VpmuCounter *c = vpmu_counter_at(pmu, i);
+
+        if (!(bits & vpmu_status_bit(c))) {
+            continue;
+        }
+        if (fold_only) {
+            counter_fold(c);
+        } else {
+            counter_reprogram(c);
+        }
+    }
+}
+
+static void set_global_ctrl(VpmuPmu *pmu, uint64_t val)
+{
+    uint64_t changed = pmu->global_ctrl ^ val;
+
+    /*
+     * Fold the counters this write starts or stops under the old enables:
+     * an overflow found there happened before the write (and may freeze,
+     * changing GLOBAL_CTRL itself, hence the second XOR).  Counters whose
+     * enable does not change keep counting untouched.
+     */
+    reprogram_bits(pmu, changed, true);
+    changed |= pmu->global_ctrl ^ val;
+    pmu->global_ctrl = val;
+    reprogram_bits(pmu, changed, false);
+}
+
+/*
+ * Set then clear status bits.  Fold first so an overflow that already
+ * happened is not lost; a change of the freeze (v4 CTR_Frz) reprograms.
+ */
+static void status_update(VpmuPmu *pmu, uint64_t set, uint64_t clear)
+{
+    uint64_t status;
+    bool was_frozen;
+
+    vpmu_pmu_sync(pmu);
+    was_frozen = frozen(pmu);
+    status = (pmu->global_status | set) & ~clear;
+    if (status == pmu->global_status) {
+        return;
+    }
+    pmu->global_status = status;
+    if (frozen(pmu) != was_frozen) {
+        vpmu_pmu_reprogram_all(pmu);
+    }
+}
+
+uint64_t vpmu_pmu_read_status(VpmuPmu *pmu)
+{
+    vpmu_pmu_sync(pmu);
+    return pmu->global_status;
+}
+
+void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
+                    uint64_t val, const VpmuCtl dec[VPMU_MAX_FIXED])
+{
+    switch (kind) {
+    case VPMU_MSR_PMC:
+    case VPMU_MSR_A_PMC:
+        counter_write(&pmu->gp[idx], val);
+        break;
+    case VPMU_MSR_FIXED_CTR:
+        counter_write(&pmu->fixed[idx], val);
+        break;
+    case VPMU_MSR_EVTSEL:
+        counter_set_ctl(&pmu->gp[idx], val, &dec[0]);
+        break;
+    case VPMU_MSR_FIXED_CTR_CTRL:
+        for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+            counter_set_ctl(&pmu->fixed[i],
+                            (val >> (VPMU_FIXED_CTRL_BITS * i)) &
+                            VPMU_FIXED_CTRL_FIELD, &dec[i]);
+        }
+        break;
+    case VPMU_MSR_GLOBAL_CTRL:
+        set_global_ctrl(pmu, val);
+        break;
+    case VPMU_MSR_GLOBAL_OVF_CTRL:
+        status_update(pmu, 0, val);
+        break;
+    case VPMU_MSR_GLOBAL_STATUS_SET:
+        status_update(pmu, val, 0);
+        break;
+    case VPMU_MSR_DEBUGCTL:
+        pmu->debugctl = val;
+        break;
+    default:
+        /* A read-only MSR whose writes the vendor ignores (AMD status). */
+        break;
+    }
+    /* WRMSR retires after the write: the enabling one counts. */
+    count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, 0);
 }

@@ -18,8 +18,6 @@
  * is consulted when a counter is reprogrammed, not per guest instruction.
  */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,19 +282,6 @@ typedef struct FilterParse {
     size_t errlen;
 } FilterParse;
 
-__attribute__((format(printf, 3, 4)))
-static int parse_err(FilterParse *ps, int ret, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (ps->err && ps->errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(ps->err, ps->errlen, fmt, ap);
-        va_end(ap);
-    }
-    return ret;
-}
-
 /* Next item after any run of separators; NULL at the end of the text. */
 static const char *next_token(const char **pos, size_t *len)
 {
@@ -397,9 +382,10 @@ static int parse_entry(FilterParse *ps, const char *tok, size_t len)
         ok = parse_num(fld[i], flen[i], i ? UMASK_MAX : EVENT_MAX, &val[i]);
     }
     if (!ok) {
-        return parse_err(ps, -EINVAL, "bad filter entry '%.*s' (expected %s)",
-                         (int)len, tok, masked ? "EVENT:MASK:MATCH[:exclude]"
-                                               : "EVENT[:UMASK]");
+        return vpmu_err(ps->err, ps->errlen, "bad filter entry '%.*s' "
+                        "(expected %s)", (int)len, tok,
+                        masked ? "EVENT:MASK:MATCH[:exclude]"
+                               : "EVENT[:UMASK]");
     }
     if (masked) {
         entry = VPMU_ENCODE_MASKED_ENTRY(val[0], val[1], val[2], n == 4);
@@ -411,9 +397,10 @@ static int parse_entry(FilterParse *ps, const char *tok, size_t len)
     }
     ret = vpmu_filter_add(ps->f, entry);
     if (ret < 0) {
-        return parse_err(ps, ret, "cannot add filter entry '%.*s'%s", (int)len,
-                         tok, ret == -E2BIG ? " (more than "
-                         STRINGIFY(VPMU_FILTER_MAX_EVENTS) " entries)" : "");
+        return vpmu_errorf(ps->err, ps->errlen, ret, "cannot add filter "
+                           "entry '%.*s'%s", (int)len, tok,
+                           ret == -E2BIG ? " (more than "
+                           STRINGIFY(VPMU_FILTER_MAX_EVENTS) " entries)" : "");
     }
     return 0;
 }
@@ -426,8 +413,8 @@ static int parse_item(FilterParse *ps, const char *tok, size_t len)
     if (word_eq(tok, len, "masked")) {
         /* Like KVM's flags, the entry layout is chosen before any entry. */
         if ((ps->f->flags & VPMU_FILTER_MASKED) || ps->f->nr_entries > 0) {
-            return parse_err(ps, -EINVAL, "'%.*s' must come once, before any "
-                             "entry", (int)len, tok);
+            return vpmu_err(ps->err, ps->errlen, "'%.*s' must come once, "
+                            "before any entry", (int)len, tok);
         }
         ps->f->flags |= VPMU_FILTER_MASKED;
         return 0;
@@ -437,9 +424,9 @@ static int parse_item(FilterParse *ps, const char *tok, size_t len)
     }
     if (ps->fixed_seen ||
         !parse_num(tok + plen, len - plen, UINT32_MAX, &bitmap)) {
-        return parse_err(ps, -EINVAL, "%s '%.*s' (expected one fixed=N, "
-                         "N <= 0xffffffff)",
-                         ps->fixed_seen ? "repeated" : "bad", (int)len, tok);
+        return vpmu_err(ps->err, ps->errlen, "%s '%.*s' (expected one "
+                        "fixed=N, N <= 0xffffffff)",
+                        ps->fixed_seen ? "repeated" : "bad", (int)len, tok);
     }
     ps->fixed_seen = true;
     vpmu_filter_set_fixed_bitmap(ps->f, (uint32_t)bitmap);
@@ -461,7 +448,7 @@ int vpmu_filter_parse(const char *text, VpmuFilter **out,
     int ret;
 
     if (!text || !out) {
-        return parse_err(&ps, -EINVAL, "no filter text or result pointer");
+        return vpmu_err(err, errlen, "no filter text or result pointer");
     }
     tok = next_token(&pos, &len);
     if (tok && word_eq(tok, len, "allow")) {
@@ -469,12 +456,12 @@ int vpmu_filter_parse(const char *text, VpmuFilter **out,
     } else if (tok && word_eq(tok, len, "deny")) {
         action = VPMU_FILTER_DENY;
     } else {
-        return parse_err(&ps, -EINVAL, "bad filter action '%.*s' (expected "
-                         "allow or deny)", tok ? (int)len : 0, tok ? tok : "");
+        return vpmu_err(err, errlen, "bad filter action '%.*s' (expected "
+                        "allow or deny)", tok ? (int)len : 0, tok ? tok : "");
     }
     ret = vpmu_filter_new(action, 0, &ps.f);
     if (ret < 0) {
-        return parse_err(&ps, ret, "cannot allocate a filter");
+        return vpmu_errorf(err, errlen, ret, "cannot allocate a filter");
     }
     while ((tok = next_token(&pos, &len)) != NULL) {
         ret = parse_item(&ps, tok, len);

@@ -40,12 +40,21 @@
                                VPMU_EVTSEL_CMASK)
 _Static_assert(VPMU_EVTSEL_MODIFIERS == VPMU_RAW_MODIFIERS,
                "source.h's VPMU_RAW_MODIFIERS is the same three fields");
-/* IA32_FIXED_CTR_CTRL: a 4-bit field per counter, EN its bits 1:0 (SDM
- * Vol. 3B Figure 20-2: 0 off, 1 OS, 2 USR, 3 both). */
+/*
+ * IA32_FIXED_CTR_CTRL: a 4-bit field per fixed counter (SDM Vol. 3B
+ * Figure 20-2): EN in bits 1:0 (0 off, 1 OS, 2 USR, 3 both), AnyThread
+ * bit 2, PMI bit 3.  Only Intel has fixed counters; the core decodes the
+ * field as it decodes the event select.
+ */
 #define VPMU_FIXED_CTRL_BITS 4
-#define VPMU_FIXED_CTRL_EN  GENMASK_ULL(1, 0)
+#define VPMU_FIXED_CTRL_OS  BIT_ULL(0)
+#define VPMU_FIXED_CTRL_USR BIT_ULL(1)
+#define VPMU_FIXED_CTRL_ANY BIT_ULL(2)
+#define VPMU_FIXED_CTRL_PMI BIT_ULL(3)
+#define VPMU_FIXED_CTRL_EN  (VPMU_FIXED_CTRL_OS | VPMU_FIXED_CTRL_USR)
+#define VPMU_FIXED_CTRL_FIELD GENMASK_ULL(3, 0)
 
-/* Counter control, vendor-neutral, decoded by the backend. */
+/* A counter's control, decoded once when it is written (counter.c). */
 typedef struct VpmuCtl {
     bool en;            /* the counter's own enable (EVTSEL.EN / fixed OS|USR) */
     bool usr, os;
@@ -70,6 +79,7 @@ typedef struct VpmuCounter {
     bool fixed;
     uint64_t mask;          /* (1 << width) - 1 */
     uint64_t ctl;           /* guest EVTSEL, or the fixed counter's nibble */
+    VpmuCtl dec;            /* ctl decoded, set with it */
 
     uint64_t shadow;        /* guest value at the last fold, masked */
     uint64_t src_last;      /* source count at the last fold */
@@ -80,7 +90,7 @@ typedef struct VpmuCounter {
     /*
      * VPMU_EMUL_* bits: the emulated instructions/branches it counts (at
      * which CPL), set from its control while it is COUNTING, so that
-     * vpmu_pmu_wrmsr() and instruction_retired() skip the decode.
+     * a WRMSR and an instruction retired look at no other counter.
      */
     uint8_t emul;
 
@@ -132,29 +142,55 @@ typedef struct VpmuMsrRange {
     VpmuMsrKind kind;
 } VpmuMsrRange;
 
-/* The vendor split, as KVM's kvm_pmu_ops. */
+/* Ranges per vendor table and MSRs per range, for the PMU's bitmaps. */
+#define VPMU_MAX_RANGES 16
+#define VPMU_MAX_RANGE_MSRS 64
+
+/* A vendor's rules for one configuration, fixed when the PMU is made. */
+typedef struct VpmuRules {
+    /* DEBUGCTL bit that freezes the PMU when a PMI is requested (0: none) */
+    uint64_t freeze_on_pmi;
+    /*
+     * GLOBAL_STATUS bit that a freeze sets and that stops counting while
+     * set (Intel v4 CTR_Frz); 0: a freeze clears GLOBAL_CTRL instead.
+     */
+    uint64_t freeze_status;
+} VpmuRules;
+
+/*
+ * The vendor split.  As KVM's common pmu.c, the core owns the state: it
+ * applies every write, keeps the global MSRs and decodes controls with the
+ * vendor's tables.  A vendor says what exists, what is legal and what a
+ * write leaves for the guest to read back, and answers its CPUID leaves.
+ */
 typedef struct VpmuArchOps {
     const char *name;
-    const VpmuMsrRange *ranges;
+    const VpmuMsrRange *ranges;     /* sorted by base */
     size_t nr_ranges;
+    /* Event select bits of a control (Intel [7:0], AMD [7:0] and [35:32]). */
+    uint64_t event_bits;
+    const VpmuEventCode *events;    /* by VpmuArchEvent */
+    const VpmuArchEvent *fixed_events;  /* what fixed counter i counts */
+    /* AMD GuestOnly/HostOnly control bits (APM 13.2.1); 0 on Intel. */
+    uint64_t guest_only, host_only;
+
     int (*check)(const VpmuConfig *cfg, char *err, size_t errlen);
     /* Does MSR kind/index exist for this config?  Else #GP. */
     bool (*msr_exists)(const VpmuConfig *cfg, VpmuMsrKind kind, unsigned idx);
-    int (*rdmsr)(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx, uint64_t *val);
-    int (*wrmsr)(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx, uint64_t val);
-    int (*rdpmc)(VpmuPmu *pmu, uint32_t ecx, uint64_t *val);
+    void (*rules)(const VpmuConfig *cfg, VpmuRules *out);
+    /*
+     * Is writing *@val to an existing MSR legal?  0 with *@val what the
+     * core applies (what the guest reads back), or -EINVAL (#GP).  @kind
+     * is unaliased (no F15H kind), @idx the counter's.
+     */
+    int (*sanitize)(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
+                    uint64_t *val);
+    /* Value of a vendor's derived read-only MSR (INUSE, PERF_CAPABILITIES). */
+    uint64_t (*read_only)(const VpmuPmu *pmu, VpmuMsrKind kind);
+    /* The counter RDPMC's ECX names: 0 and its id, or -EINVAL (#GP). */
+    int (*rdpmc_counter)(const VpmuPmu *pmu, uint32_t ecx, uint32_t *id);
     int (*cpuid)(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
                  uint32_t regs[4]);
-    void (*decode)(const VpmuCounter *c, VpmuCtl *out);
-    /* Is the PMU's global enable (GLOBAL_CTRL/CTL) in this config? */
-    bool (*has_global)(const VpmuConfig *cfg);
-    /* Apply Freeze_PerfMon_On_PMI when a PMI is requested. */
-    void (*freeze_on_pmi)(VpmuPmu *pmu);
-    /* Is counting stopped by a freeze (v4 CTR_Frz)? */
-    bool (*frozen)(const VpmuPmu *pmu);
-    /* Reserved-bit check for a restored register, 0 or -EINVAL. */
-    int (*check_state)(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                       uint64_t val);
 } VpmuArchOps;
 
 extern const VpmuArchOps vpmu_intel_ops;
@@ -171,6 +207,10 @@ typedef enum VpmuLogKind {
 struct VpmuPmu {
     VpmuConfig cfg;
     const VpmuArchOps *arch;
+    VpmuRules rules;
+    bool has_global;        /* GLOBAL_CTRL/STATUS exist (Intel v2+, AMD v2) */
+    /* Bit i of present[r]: MSR ranges[r].base + i exists for this config. */
+    uint64_t present[VPMU_MAX_RANGES];
     VpmuPmuOpts opts;
     VpmuFilter *filter;
 
@@ -191,35 +231,31 @@ struct VpmuPmu {
 
 /* core/pmu.c */
 const VpmuArchOps *vpmu_arch_for(VpmuVendor vendor);
-/* Copy @fmt into err (if any); returns -EINVAL for "return vpmu_err(...)". */
-int vpmu_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Decode a control word with the vendor's tables (once, when written). */
+void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
+                     VpmuCtl *out);
 VpmuCounter *vpmu_counter_by_id(VpmuPmu *pmu, uint32_t id);
 
-/* core/counter.c: the counter model the backends drive. */
+/*
+ * core/counter.c: the counter model and the PMU-wide state that drives it
+ * (global control and status, freeze, emulated events).  It calls no other
+ * file of the core and no vendor code.
+ */
 void vpmu_counter_init(VpmuCounter *c, VpmuPmu *pmu, bool fixed,
                        unsigned idx, unsigned width);
 uint64_t vpmu_counter_read(VpmuCounter *c);
-void vpmu_counter_write(VpmuCounter *c, uint64_t val);
-void vpmu_counter_set_ctl(VpmuCounter *c, uint64_t ctl);
-void vpmu_counter_reprogram(VpmuCounter *c);
 void vpmu_counter_close(VpmuCounter *c);
+/* Set a control with no fold and no reprogramming (reset, state load). */
+void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec);
 /*
- * Decode a PERFEVTSEL/PERF_CTL value; @event_bits are the vendor's event
- * select bits (Intel [7:0], AMD [7:0] and [35:32]), @codes its table.
+ * Apply a guest write the vendor sanitised, with its controls decoded
+ * (EVTSEL: @dec[0]; FIXED_CTR_CTRL: fixed counter i's in @dec[i]); the
+ * WRMSR itself retires.
  */
-void vpmu_decode_evtsel(uint64_t ctl, uint64_t event_bits,
-                        const VpmuEventCode codes[VPMU_EVENT__COUNT],
-                        VpmuCtl *out);
-void vpmu_counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
-                               unsigned cpl);
-/* Global control and status, and the rule "does this counter count". */
-void vpmu_pmu_set_global_ctrl(VpmuPmu *pmu, uint64_t val);
-void vpmu_pmu_set_status(VpmuPmu *pmu, uint64_t bits);
-void vpmu_pmu_clear_status(VpmuPmu *pmu, uint64_t bits);
+void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
+                    uint64_t val, const VpmuCtl dec[VPMU_MAX_FIXED]);
 uint64_t vpmu_pmu_read_status(VpmuPmu *pmu);
 void vpmu_pmu_reprogram_all(VpmuPmu *pmu);
-bool vpmu_counter_enabled(const VpmuCounter *c, VpmuCtl *ctl);
 /* Counter @i of all counters: GP counters first, then fixed ones. */
 static inline unsigned vpmu_nr_counters(const VpmuPmu *pmu)
 {

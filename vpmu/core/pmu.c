@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * VpmuPmu: configuration, lifecycle, and the dispatch of guest MSR, RDPMC
- * and CPUID accesses to the vendor backend through its MSR range table.
+ * VpmuPmu: configuration, lifecycle, and guest MSR, RDPMC and CPUID
+ * accesses.  A guest WRMSR: find the MSR in the vendor's range table (and
+ * whether it exists, from the bitmaps made at creation), let the vendor
+ * sanitise the value, decode a control with the vendor's tables, and hand
+ * it to the counter model (counter.c), which applies it.
  */
 #include "pmu-priv.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,18 +20,6 @@ const VpmuArchOps *vpmu_arch_for(VpmuVendor vendor)
         return &vpmu_amd_ops;
     }
     return NULL;
-}
-
-int vpmu_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
 }
 
 void vpmu_config_init(VpmuConfig *cfg, VpmuVendor vendor)
@@ -80,8 +70,10 @@ void vpmu_pmu_reset(VpmuPmu *pmu)
     vpmu_pmu_sync(pmu);
     for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
         VpmuCounter *c = vpmu_counter_at(pmu, i);
+        VpmuCtl dec;
 
-        c->ctl = 0;
+        vpmu_ctl_decode(pmu, c, 0, &dec);
+        vpmu_counter_load_ctl(c, 0, &dec);
         c->shadow = 0;
     }
     pmu->global_status = 0;
@@ -89,6 +81,20 @@ void vpmu_pmu_reset(VpmuPmu *pmu)
     /* IA32_PERF_GLOBAL_CTRL resets with every GP enable bit set. */
     pmu->global_ctrl = pmu->nr_gp ? GENMASK_ULL(pmu->nr_gp - 1, 0) : 0;
     vpmu_pmu_reprogram_all(pmu);
+}
+
+/* Which MSRs of the vendor's ranges exist: asked once, not per access. */
+static void msr_present_init(VpmuPmu *pmu)
+{
+    const VpmuArchOps *a = pmu->arch;
+
+    for (size_t i = 0; i < a->nr_ranges; i++) {
+        for (unsigned idx = 0; idx < a->ranges[i].count; idx++) {
+            if (a->msr_exists(&pmu->cfg, a->ranges[i].kind, idx)) {
+                pmu->present[i] |= BIT_ULL(idx);
+            }
+        }
+    }
 }
 
 int vpmu_pmu_new(const VpmuConfig *cfg, const VpmuPmuOpts *opts,
@@ -116,6 +122,9 @@ int vpmu_pmu_new(const VpmuConfig *cfg, const VpmuPmuOpts *opts,
     pmu->opts = *opts;
     vpmu_logger_init(&pmu->log, opts->log, opts->opaque);
     pmu->arch = vpmu_arch_for(cfg->vendor);
+    pmu->arch->rules(cfg, &pmu->rules);
+    pmu->has_global = pmu->arch->msr_exists(cfg, VPMU_MSR_GLOBAL_CTRL, 0);
+    msr_present_init(pmu);
     pmu->nr_gp = cfg->nr_gp;
     pmu->nr_fixed = cfg->nr_fixed;
     for (unsigned i = 0; i < pmu->nr_gp; i++) {
@@ -156,94 +165,192 @@ VpmuCounter *vpmu_counter_by_id(VpmuPmu *pmu, uint32_t id)
     return idx < pmu->nr_gp ? &pmu->gp[idx] : NULL;
 }
 
-/* Find @msr in the backend's {base, count, kind} table. */
-static const VpmuMsrRange *msr_lookup(const VpmuPmu *pmu, uint32_t msr,
-                                      unsigned *idx)
+/*
+ * Find @msr in the vendor's {base, count, kind} table: -ENOENT if it is
+ * not a PMU MSR, -EINVAL if it is one this configuration lacks (#GP), else
+ * 0 with its kind (unaliased) and index.
+ */
+static int msr_find(const VpmuPmu *pmu, uint32_t msr, VpmuMsrKind *kind,
+                    unsigned *idx)
 {
     for (size_t i = 0; i < pmu->arch->nr_ranges; i++) {
         const VpmuMsrRange *r = &pmu->arch->ranges[i];
 
         if (msr >= r->base && msr - r->base < r->count) {
             *idx = msr - r->base;
-            return r;
+            if (!(pmu->present[i] & BIT_ULL(*idx))) {
+                return -EINVAL;
+            }
+            *kind = vpmu_msr_unalias(r->kind, idx);
+            return 0;
         }
     }
-    return NULL;
+    return -ENOENT;
 }
 
-static int msr_access(VpmuPmu *pmu, uint32_t msr, bool write, uint64_t *val)
+static uint64_t fixed_ctrl_read(const VpmuPmu *pmu)
 {
-    const VpmuMsrRange *r;
-    unsigned idx;
-    int ret;
+    uint64_t v = 0;
 
-    r = msr_lookup(pmu, msr, &idx);
-    if (!r) {
-        return -ENOENT;     /* not ours: not counted as a PMU access */
+    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+        v |= pmu->fixed[i].ctl << (VPMU_FIXED_CTRL_BITS * i);
     }
-    if (write) {
-        pmu->stats.wrmsr++;
-    } else {
-        pmu->stats.rdmsr++;
+    return v;
+}
+
+/* A control MSR's value: what the core keeps, no fold. */
+static uint64_t control_read(const VpmuPmu *pmu, VpmuMsrKind kind,
+                             unsigned idx)
+{
+    switch (kind) {
+    case VPMU_MSR_EVTSEL:
+        return pmu->gp[idx].ctl;
+    case VPMU_MSR_FIXED_CTR_CTRL:
+        return fixed_ctrl_read(pmu);
+    case VPMU_MSR_GLOBAL_CTRL:
+        return pmu->global_ctrl;
+    case VPMU_MSR_DEBUGCTL:
+        return pmu->debugctl;
+    case VPMU_MSR_GLOBAL_INUSE:
+    case VPMU_MSR_PERF_CAPABILITIES:
+        return pmu->arch->read_only(pmu, kind);
+    default:
+        /* OVF_CTRL / STATUS_RESET / STATUS_CLR and STATUS_SET read as 0. */
+        return 0;
     }
-    if (!pmu->arch->msr_exists(&pmu->cfg, r->kind, idx)) {
-        ret = -EINVAL;
-    } else if (write) {
-        ret = pmu->arch->wrmsr(pmu, r->kind, idx, *val);
-    } else {
-        ret = pmu->arch->rdmsr(pmu, r->kind, idx, val);
-    }
-    if (ret == -EINVAL) {
-        pmu->stats.gp_faults++;
-    }
-    return ret;
 }
 
 int vpmu_pmu_rdmsr(VpmuPmu *pmu, uint32_t msr, uint64_t *val)
 {
-    return msr_access(pmu, msr, false, val);
+    VpmuMsrKind kind;
+    unsigned idx;
+    int r;
+
+    r = msr_find(pmu, msr, &kind, &idx);
+    if (r == -ENOENT) {
+        return r;       /* not ours: not counted as a PMU access */
+    }
+    pmu->stats.rdmsr++;
+    if (r < 0) {
+        pmu->stats.gp_faults++;
+        return r;
+    }
+    switch (kind) {
+    case VPMU_MSR_PMC:
+    case VPMU_MSR_A_PMC:
+        *val = vpmu_counter_read(&pmu->gp[idx]);
+        break;
+    case VPMU_MSR_FIXED_CTR:
+        *val = vpmu_counter_read(&pmu->fixed[idx]);
+        break;
+    case VPMU_MSR_GLOBAL_STATUS:
+        *val = vpmu_pmu_read_status(pmu);
+        break;
+    default:
+        *val = control_read(pmu, kind, idx);
+        break;
+    }
+    return 0;
 }
 
 /*
- * Count one retired instruction (or branch) at @cpl on every counter that
- * counts it: only those in the emulation bitmap (KVM precomputes the same,
- * kvm_pmu_recalc_pmc_emulation()).  Adding may overflow and freeze the PMU,
- * which reprograms counters and changes the bitmap: re-read it each time.
+ * Decode an event select (SDM Vol. 3B Figure 20-6, APM Vol. 2 Figure
+ * 13-7) with the vendor's event bits and encodings.  HostOnly/GuestOnly
+ * (APM 13.2.1): GuestOnly alone counts in guest mode only, HostOnly alone
+ * in host mode only, both or neither in both.
  */
-static void count_emulated(VpmuPmu *pmu, VpmuArchEvent event, unsigned cpl)
+static void decode_evtsel(const VpmuArchOps *a, uint64_t ctl, VpmuCtl *out)
 {
-    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        if (!(pmu->emul_counters >> i)) {
-            break;
-        }
-        if (pmu->emul_counters & BIT_ULL(i)) {
-            vpmu_counter_add_emulated(vpmu_counter_at(pmu, i), event, cpl);
+    uint64_t sel = ctl & a->event_bits;
+    /* EventSelect[11:8] lives in bits 35:32 (AMD; 0 on Intel). */
+    uint16_t event = (sel & VPMU_EVTSEL_EVENT) | ((sel >> 24) & 0xf00);
+    uint8_t umask = (ctl & VPMU_EVTSEL_UMASK) >> 8;
+    uint64_t hg = ctl & (a->guest_only | a->host_only);
+
+    out->en = ctl & VPMU_EVTSEL_EN;
+    out->usr = ctl & VPMU_EVTSEL_USR;
+    out->os = ctl & VPMU_EVTSEL_OS;
+    out->intr = ctl & VPMU_EVTSEL_INT;
+    out->plain = !(ctl & VPMU_EVTSEL_MODIFIERS);
+    out->host = !(a->guest_only && hg == a->guest_only);
+    out->guest = !(a->host_only && hg == a->host_only);
+    out->raw_config = ctl & (a->event_bits | VPMU_EVTSEL_UMASK |
+                             VPMU_EVTSEL_MODIFIERS);
+    out->event = VPMU_EVENT_RAW;
+    for (unsigned e = 0; e < VPMU_EVENT__COUNT; e++) {
+        if (a->events[e].valid && a->events[e].event == event &&
+            a->events[e].umask == umask) {
+            out->event = e;
+            return;
         }
     }
+}
+
+void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
+                     VpmuCtl *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!c->fixed) {
+        decode_evtsel(pmu->arch, ctl, out);
+        return;
+    }
+    /* A fixed counter's field (SDM Figure 20-2) and its one event. */
+    out->os = ctl & VPMU_FIXED_CTRL_OS;
+    out->usr = ctl & VPMU_FIXED_CTRL_USR;
+    out->en = out->os || out->usr;
+    out->intr = ctl & VPMU_FIXED_CTRL_PMI;
+    out->plain = true;
+    out->host = out->guest = true;
+    out->event = pmu->arch->fixed_events[c->idx];
 }
 
 int vpmu_pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val)
 {
+    VpmuCtl dec[VPMU_MAX_FIXED];
+    VpmuMsrKind kind;
+    unsigned idx;
     int r;
 
-    r = msr_access(pmu, msr, true, &val);
-    if (r == 0) {
-        /* WRMSR retires after the write: the enabling one counts. */
-        count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, 0);
+    r = msr_find(pmu, msr, &kind, &idx);
+    if (r == -ENOENT) {
+        return r;
     }
-    return r;
+    pmu->stats.wrmsr++;
+    if (r == 0) {
+        r = pmu->arch->sanitize(pmu, kind, idx, &val);
+    }
+    if (r < 0) {
+        pmu->stats.gp_faults++;
+        return r;
+    }
+    if (kind == VPMU_MSR_EVTSEL) {
+        vpmu_ctl_decode(pmu, &pmu->gp[idx], val, &dec[0]);
+    } else if (kind == VPMU_MSR_FIXED_CTR_CTRL) {
+        for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+            vpmu_ctl_decode(pmu, &pmu->fixed[i],
+                            (val >> (VPMU_FIXED_CTRL_BITS * i)) &
+                            VPMU_FIXED_CTRL_FIELD, &dec[i]);
+        }
+    }
+    vpmu_pmu_apply(pmu, kind, idx, val, dec);
+    return 0;
 }
 
 int vpmu_pmu_rdpmc(VpmuPmu *pmu, uint32_t ecx, uint64_t *val)
 {
-    int r;
+    VpmuCounter *c = NULL;
+    uint32_t id;
 
     pmu->stats.rdpmc++;
-    r = pmu->arch->rdpmc(pmu, ecx, val);
-    if (r < 0) {
-        pmu->stats.gp_faults++;
+    if (pmu->arch->rdpmc_counter(pmu, ecx, &id) == 0) {
+        c = vpmu_counter_by_id(pmu, id);
     }
-    return r;
+    if (!c) {
+        pmu->stats.gp_faults++;
+        return -EINVAL;
+    }
+    *val = vpmu_counter_read(c) & c->mask;
+    return 0;
 }
 
 bool vpmu_rdpmc_permitted(unsigned cpl, bool cr4_pce)
@@ -258,101 +365,9 @@ int vpmu_pmu_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
     return pmu->arch->cpuid(pmu, leaf, subleaf, regs);
 }
 
-void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl, bool branch)
-{
-    count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, cpl);
-    if (branch) {
-        count_emulated(pmu, VPMU_EVENT_BRANCHES, cpl);
-    }
-}
-
 void vpmu_pmu_set_guest_mode(VpmuPmu *pmu, bool guest)
 {
     pmu->guest_mode = guest;
-}
-
-void vpmu_pmu_sync(VpmuPmu *pmu)
-{
-    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        vpmu_counter_read(vpmu_counter_at(pmu, i));
-    }
-}
-
-void vpmu_pmu_reprogram_all(VpmuPmu *pmu)
-{
-    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        vpmu_counter_reprogram(vpmu_counter_at(pmu, i));
-    }
-}
-
-/* Reprogram the counters whose global enable bit is in @bits. */
-static void reprogram_bits(VpmuPmu *pmu, uint64_t bits, bool fold_only)
-{
-    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        VpmuCounter *c = vpmu_counter_at(pmu, i);
-
-        if (!(bits & vpmu_status_bit(c))) {
-            continue;
-        }
-        if (fold_only) {
-            vpmu_counter_read(c);
-        } else {
-            vpmu_counter_reprogram(c);
-        }
-    }
-}
-
-void vpmu_pmu_set_global_ctrl(VpmuPmu *pmu, uint64_t val)
-{
-    uint64_t changed = pmu->global_ctrl ^ val;
-
-    /*
-     * Fold the counters this write starts or stops under the old enables:
-     * an overflow found there happened before the write (and may freeze,
-     * changing GLOBAL_CTRL itself, hence the second XOR).  Counters whose
-     * enable does not change keep counting untouched.
-     */
-    reprogram_bits(pmu, changed, true);
-    changed |= pmu->global_ctrl ^ val;
-    pmu->global_ctrl = val;
-    reprogram_bits(pmu, changed, false);
-}
-
-/*
- * Set then clear status bits.  Fold first so an overflow that already
- * happened is not lost; a change of the freeze (v4 CTR_Frz) reprograms.
- */
-static void status_update(VpmuPmu *pmu, uint64_t set, uint64_t clear)
-{
-    uint64_t status;
-    bool was_frozen;
-
-    vpmu_pmu_sync(pmu);
-    was_frozen = pmu->arch->frozen(pmu);
-    status = (pmu->global_status | set) & ~clear;
-    if (status == pmu->global_status) {
-        return;
-    }
-    pmu->global_status = status;
-    if (pmu->arch->frozen(pmu) != was_frozen) {
-        vpmu_pmu_reprogram_all(pmu);
-    }
-}
-
-void vpmu_pmu_set_status(VpmuPmu *pmu, uint64_t bits)
-{
-    status_update(pmu, bits, 0);
-}
-
-void vpmu_pmu_clear_status(VpmuPmu *pmu, uint64_t bits)
-{
-    status_update(pmu, 0, bits);
-}
-
-uint64_t vpmu_pmu_read_status(VpmuPmu *pmu)
-{
-    vpmu_pmu_sync(pmu);
-    return pmu->global_status;
 }
 
 int vpmu_pmu_set_filter(VpmuPmu *pmu, const VpmuFilter *filter)
@@ -391,17 +406,15 @@ void vpmu_pmu_release_idle(VpmuPmu *pmu)
 int vpmu_pmu_counter_info(VpmuPmu *pmu, uint32_t id, VpmuCounterInfo *out)
 {
     VpmuCounter *c = vpmu_counter_by_id(pmu, id);
-    VpmuCtl ctl;
 
     if (!c) {
         return -ENOENT;
     }
-    pmu->arch->decode(c, &ctl);
     memset(out, 0, sizeof(*out));
     out->id = c->id;
     out->value = vpmu_counter_read(c);
     out->control = c->ctl;
-    out->event = ctl.event;
+    out->event = c->dec.event;
     out->state = c->state;
     out->overflows = c->overflows;
     out->pmis = c->pmis;
@@ -470,18 +483,15 @@ static uint64_t global_enables(VpmuPmu *pmu)
 
 int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
 {
-    const VpmuMsrRange *r;
     VpmuMsrKind kind;
     unsigned idx;
 
-    r = msr_lookup(pmu, msr, &idx);
-    if (!r || !pmu->arch->msr_exists(&pmu->cfg, r->kind, idx)) {
+    if (msr_find(pmu, msr, &kind, &idx) < 0) {
         return -ENOENT;
     }
     memset(out, 0, sizeof(*out));
     /* Mirror bits: GP i is bit i, fixed j bit nr_gp + j; all by default. */
     out->counters = BIT_ULL(vpmu_nr_counters(pmu)) - 1;
-    kind = vpmu_msr_unalias(r->kind, &idx);
     switch (kind) {
     case VPMU_MSR_PMC:
     case VPMU_MSR_A_PMC:
@@ -511,6 +521,6 @@ int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
         return 0;
     }
     out->cls = VPMU_MSR_CLASS_CONTROL;
-    /* The vendor reads a control MSR from its state, with no fold. */
-    return pmu->arch->rdmsr(pmu, r->kind, msr - r->base, &out->value);
+    out->value = control_read(pmu, kind, idx);
+    return 0;
 }

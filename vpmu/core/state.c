@@ -155,40 +155,56 @@ static int state_check_frame(const VpmuPmu *pmu, const uint8_t *p, size_t len)
     return 0;
 }
 
-static int state_check_regs(const VpmuPmu *pmu, const StateRegs *s)
+/*
+ * A register this configuration lacks must hold its reset value; one it
+ * has must be a value a guest write would keep as it is (the vendor's
+ * rules: no reserved bit, nothing the write would drop).
+ */
+static int check_reg(const VpmuPmu *pmu, VpmuMsrKind kind, uint64_t val,
+                     uint64_t reset)
 {
-    const VpmuArchOps *a = pmu->arch;
-    uint64_t fixed_ctrl = 0;
+    uint64_t kept = val;
 
-    /* Without global MSRs (Intel v1, AMD before PerfMonV2) only reset. */
-    if (!a->has_global(&pmu->cfg) &&
-        (s->global_ctrl != (pmu->nr_gp ? GENMASK_ULL(pmu->nr_gp - 1, 0) : 0) ||
-         s->global_status)) {
+    if (!pmu->arch->msr_exists(&pmu->cfg, kind, 0)) {
+        return val == reset ? 0 : -EINVAL;
+    }
+    if (pmu->arch->sanitize(pmu, kind, 0, &kept) < 0 || kept != val) {
         return -EINVAL;
     }
-    if (a->check_state(pmu, VPMU_MSR_GLOBAL_CTRL, 0, s->global_ctrl) ||
-        a->check_state(pmu, VPMU_MSR_GLOBAL_STATUS, 0, s->global_status) ||
-        a->check_state(pmu, VPMU_MSR_DEBUGCTL, 0, s->debugctl)) {
+    return 0;
+}
+
+static int state_check_regs(const VpmuPmu *pmu, const StateRegs *s)
+{
+    uint64_t fixed_ctrl = 0;
+
+    /* GLOBAL_STATUS may hold what GLOBAL_OVF_CTRL can clear. */
+    if (check_reg(pmu, VPMU_MSR_GLOBAL_CTRL, s->global_ctrl,
+                  pmu->nr_gp ? GENMASK_ULL(pmu->nr_gp - 1, 0) : 0) ||
+        check_reg(pmu, VPMU_MSR_GLOBAL_OVF_CTRL, s->global_status, 0) ||
+        check_reg(pmu, VPMU_MSR_DEBUGCTL, s->debugctl, 0)) {
         return -EINVAL;
     }
     for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
         const VpmuCounter *c = vpmu_counter_at((VpmuPmu *)pmu, i);
+        uint64_t kept = s->ctl[i];
 
         if (s->value[i] & ~c->mask) {
             return -EINVAL;
         }
         if (!c->fixed) {
-            if (a->check_state(pmu, VPMU_MSR_EVTSEL, i, s->ctl[i])) {
+            if (pmu->arch->sanitize(pmu, VPMU_MSR_EVTSEL, i, &kept) < 0 ||
+                kept != s->ctl[i]) {
                 return -EINVAL;
             }
-        } else if (s->ctl[i] > 0xf) {
+        } else if (s->ctl[i] > VPMU_FIXED_CTRL_FIELD) {
             return -EINVAL;
         } else {
-            fixed_ctrl |= s->ctl[i] << (4 * c->idx);
+            fixed_ctrl |= s->ctl[i] << (VPMU_FIXED_CTRL_BITS * c->idx);
         }
     }
     if (pmu->nr_fixed &&
-        a->check_state(pmu, VPMU_MSR_FIXED_CTR_CTRL, 0, fixed_ctrl)) {
+        check_reg(pmu, VPMU_MSR_FIXED_CTR_CTRL, fixed_ctrl, 0)) {
         return -EINVAL;
     }
     return 0;
@@ -231,8 +247,10 @@ int vpmu_pmu_load(VpmuPmu *pmu, const void *buf, size_t len)
     pmu->debugctl = s.debugctl;
     for (unsigned i = 0; i < n; i++) {
         VpmuCounter *c = vpmu_counter_at(pmu, i);
+        VpmuCtl dec;
 
-        c->ctl = s.ctl[i];
+        vpmu_ctl_decode(pmu, c, s.ctl[i], &dec);
+        vpmu_counter_load_ctl(c, s.ctl[i], &dec);
         c->shadow = s.value[i];
     }
     vpmu_pmu_reprogram_all(pmu);

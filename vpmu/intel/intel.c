@@ -1,20 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Intel architectural performance monitoring, versions 1-5
- * (SDM Vol. 3B ch. 20.2, MSRs in Vol. 4 Table 2-2).  Intel #GPs on
- * reserved bits, on read-only MSRs and on MSRs of absent counters.
+ * (SDM Vol. 3B ch. 20.2, MSRs in Vol. 4 Table 2-2): the MSR map, the
+ * event encodings, the reserved-bit rules and the CPUID leaves.  Intel
+ * #GPs on reserved bits, on read-only MSRs and on MSRs of absent counters.
  */
 #include "pmu-priv.h"
 
 #include <string.h>
-
-/* IA32_FIXED_CTR_CTRL: 4 bits per fixed counter (SDM Figure 20-2). */
-#define FIXED_CTRL_BITS         4
-#define FIXED_CTRL_OS           BIT_ULL(0)
-#define FIXED_CTRL_USR          BIT_ULL(1)
-#define FIXED_CTRL_ANY          BIT_ULL(2)
-#define FIXED_CTRL_PMI          BIT_ULL(3)
-#define FIXED_CTRL_NIBBLE       GENMASK_ULL(3, 0)
 
 /* IA32_PERF_GLOBAL_STATUS bits beyond the counters (SDM Figure 20-12). */
 #define STATUS_LBR_FRZ          BIT_ULL(58)     /* v4 */
@@ -45,7 +38,7 @@
 #define RDPMC_TYPE_RESERVED     GENMASK_ULL(29, 16)
 #define RDPMC_INDEX             GENMASK_ULL(15, 0)
 
-/* Sorted by base: vpmu_pmu_msr_spans() merges in this order. */
+/* Sorted by base: vpmu_config_msr_spans() merges in this order. */
 static const VpmuMsrRange intel_ranges[] = {
     { 0x0c1, 8, VPMU_MSR_PMC },                 /* IA32_PMC0-7 */
     { 0x186, 8, VPMU_MSR_EVTSEL },              /* IA32_PERFEVTSEL0-7 */
@@ -74,12 +67,17 @@ static const VpmuEventCode intel_arch_events[] = {
 };
 _Static_assert(VPMU_ARRAY_SIZE(intel_arch_events) == VPMU_EVENT__COUNT,
                "one entry per architectural event");
+_Static_assert(VPMU_ARRAY_SIZE(intel_ranges) <= VPMU_MAX_RANGES,
+               "the PMU keeps one bitmap per range");
 
 /* Fixed counter i counts (SDM 20.2.2 Table 20-2). */
-static const VpmuArchEvent intel_fixed_events[VPMU_MAX_FIXED] = {
+static const VpmuArchEvent intel_fixed_events[] = {
     VPMU_EVENT_INSTRUCTIONS, VPMU_EVENT_CYCLES, VPMU_EVENT_REF_CYCLES,
     VPMU_EVENT_TOPDOWN_SLOTS,
 };
+
+_Static_assert(VPMU_ARRAY_SIZE(intel_fixed_events) == VPMU_MAX_FIXED,
+               "one event per fixed counter");
 
 static unsigned version(const VpmuPmu *pmu)
 {
@@ -113,12 +111,12 @@ static uint64_t evtsel_reserved(const VpmuPmu *pmu)
 
 static uint64_t fixed_ctrl_writable(const VpmuPmu *pmu)
 {
-    uint64_t nibble = FIXED_CTRL_OS | FIXED_CTRL_USR | FIXED_CTRL_PMI |
-                      (anythread_ok(pmu) ? FIXED_CTRL_ANY : 0);
+    uint64_t field = VPMU_FIXED_CTRL_EN | VPMU_FIXED_CTRL_PMI |
+                     (anythread_ok(pmu) ? VPMU_FIXED_CTRL_ANY : 0);
     uint64_t m = 0;
 
     for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        m |= nibble << (FIXED_CTRL_BITS * i);
+        m |= field << (VPMU_FIXED_CTRL_BITS * i);
     }
     return m;
 }
@@ -218,16 +216,6 @@ static bool intel_msr_exists(const VpmuConfig *cfg, VpmuMsrKind kind,
     }
 }
 
-static uint64_t fixed_ctrl_read(const VpmuPmu *pmu)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        v |= pmu->fixed[i].ctl << (FIXED_CTRL_BITS * i);
-    }
-    return v;
-}
-
 static uint64_t inuse_read(const VpmuPmu *pmu)
 {
     uint64_t v = 0;
@@ -241,57 +229,16 @@ static uint64_t inuse_read(const VpmuPmu *pmu)
     for (unsigned i = 0; i < pmu->nr_fixed; i++) {
         uint64_t ctl = pmu->fixed[i].ctl;
 
-        v |= (ctl & (FIXED_CTRL_OS | FIXED_CTRL_USR)) ? BIT_ULL(32 + i) : 0;
-        v |= (ctl & FIXED_CTRL_PMI) ? INUSE_PMI : 0;
+        v |= (ctl & VPMU_FIXED_CTRL_EN) ? BIT_ULL(32 + i) : 0;
+        v |= (ctl & VPMU_FIXED_CTRL_PMI) ? INUSE_PMI : 0;
     }
     return v;
 }
 
-static int intel_rdmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                       uint64_t *val)
+static uint64_t intel_read_only(const VpmuPmu *pmu, VpmuMsrKind kind)
 {
-    switch (kind) {
-    case VPMU_MSR_PMC:
-    case VPMU_MSR_A_PMC:
-        *val = vpmu_counter_read(&pmu->gp[idx]);
-        return 0;
-    case VPMU_MSR_EVTSEL:
-        *val = pmu->gp[idx].ctl;
-        return 0;
-    case VPMU_MSR_FIXED_CTR:
-        *val = vpmu_counter_read(&pmu->fixed[idx]);
-        return 0;
-    case VPMU_MSR_FIXED_CTR_CTRL:
-        *val = fixed_ctrl_read(pmu);
-        return 0;
-    case VPMU_MSR_GLOBAL_STATUS:
-        *val = vpmu_pmu_read_status(pmu);
-        return 0;
-    case VPMU_MSR_GLOBAL_CTRL:
-        *val = pmu->global_ctrl;
-        return 0;
-    case VPMU_MSR_GLOBAL_INUSE:
-        *val = inuse_read(pmu);
-        return 0;
-    case VPMU_MSR_PERF_CAPABILITIES:
-        *val = pmu->cfg.perf_capabilities;
-        return 0;
-    case VPMU_MSR_DEBUGCTL:
-        *val = pmu->debugctl;
-        return 0;
-    default:
-        /* OVF_CTRL / STATUS_SET read as 0. */
-        *val = 0;
-        return 0;
-    }
-}
-
-static void fixed_ctrl_write(VpmuPmu *pmu, uint64_t val)
-{
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        vpmu_counter_set_ctl(&pmu->fixed[i],
-                             (val >> (FIXED_CTRL_BITS * i)) & FIXED_CTRL_NIBBLE);
-    }
+    return kind == VPMU_MSR_GLOBAL_INUSE ? inuse_read(pmu)
+                                         : pmu->cfg.perf_capabilities;
 }
 
 /* The bits a write may set, for the kinds that take a checked value. */
@@ -321,67 +268,36 @@ static uint64_t intel_writable(const VpmuPmu *pmu, VpmuMsrKind kind)
     }
 }
 
-static bool intel_read_only(VpmuMsrKind kind)
+static int intel_sanitize(const VpmuPmu *pmu, VpmuMsrKind kind,
+                          unsigned idx, uint64_t *val)
 {
-    return kind == VPMU_MSR_GLOBAL_STATUS || kind == VPMU_MSR_GLOBAL_INUSE ||
-           kind == VPMU_MSR_PERF_CAPABILITIES;
-}
-
-static int intel_wrmsr(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                       uint64_t val)
-{
-    /* A zero mask is not read-only: FIXED_CTR_CTRL without counters takes 0. */
-    if (intel_read_only(kind) || (val & ~intel_writable(pmu, kind))) {
+    /*
+     * Read-only MSRs take no write at all (a zero mask alone is not
+     * read-only: FIXED_CTR_CTRL without fixed counters takes 0).
+     */
+    if (kind == VPMU_MSR_GLOBAL_STATUS || kind == VPMU_MSR_GLOBAL_INUSE ||
+        kind == VPMU_MSR_PERF_CAPABILITIES ||
+        (*val & ~intel_writable(pmu, kind))) {
         return -EINVAL;
     }
-    switch (kind) {
-    case VPMU_MSR_PMC:
+    if (kind == VPMU_MSR_PMC) {
         /* SDM 20.2.5: legacy writes take EAX sign-extended. */
-        vpmu_counter_write(&pmu->gp[idx], vpmu_sext32(val));
-        break;
-    case VPMU_MSR_A_PMC:
-        vpmu_counter_write(&pmu->gp[idx], val);
-        break;
-    case VPMU_MSR_FIXED_CTR:
-        vpmu_counter_write(&pmu->fixed[idx], val);
-        break;
-    case VPMU_MSR_EVTSEL:
-        vpmu_counter_set_ctl(&pmu->gp[idx], val);
-        break;
-    case VPMU_MSR_FIXED_CTR_CTRL:
-        fixed_ctrl_write(pmu, val);
-        break;
-    case VPMU_MSR_GLOBAL_CTRL:
-        vpmu_pmu_set_global_ctrl(pmu, val);
-        break;
-    case VPMU_MSR_GLOBAL_OVF_CTRL:
-        vpmu_pmu_clear_status(pmu, val);
-        break;
-    case VPMU_MSR_GLOBAL_STATUS_SET:
-        vpmu_pmu_set_status(pmu, val);
-        break;
-    default:
-        pmu->debugctl = val;
-        break;
+        *val = vpmu_sext32(*val);
     }
     return 0;
 }
 
-static int intel_rdpmc(VpmuPmu *pmu, uint32_t ecx, uint64_t *val)
+static int intel_rdpmc_counter(const VpmuPmu *pmu, uint32_t ecx,
+                               uint32_t *id)
 {
     unsigned idx = ecx & RDPMC_INDEX;
-    VpmuCounter *c;
 
     /* Fast reads (ECX[31]) are not architectural; ECX[29:16] must be 0. */
     if (ecx & (RDPMC_FAST | RDPMC_TYPE_RESERVED)) {
         return -EINVAL;
     }
-    c = vpmu_counter_by_id(pmu, (ecx & RDPMC_FIXED) ?
-                           VPMU_COUNTER_FIXED_ID(idx) : VPMU_COUNTER_GP(idx));
-    if (!c) {
-        return -EINVAL;
-    }
-    *val = vpmu_counter_read(c) & c->mask;
+    *id = (ecx & RDPMC_FIXED) ? VPMU_COUNTER_FIXED_ID(idx)
+                              : VPMU_COUNTER_GP(idx);
     return 0;
 }
 
@@ -426,73 +342,29 @@ static int intel_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
     }
 }
 
-static void intel_decode(const VpmuCounter *c, VpmuCtl *out)
-{
-    uint64_t ctl = c->ctl;
-
-    memset(out, 0, sizeof(*out));
-    if (c->fixed) {
-        out->os = ctl & FIXED_CTRL_OS;
-        out->usr = ctl & FIXED_CTRL_USR;
-        out->en = out->os || out->usr;
-        out->intr = ctl & FIXED_CTRL_PMI;
-        out->plain = true;
-        out->host = out->guest = true;
-        out->event = intel_fixed_events[c->idx];
-        return;
-    }
-    vpmu_decode_evtsel(ctl, VPMU_EVTSEL_EVENT, intel_arch_events, out);
-}
-
-static bool intel_has_global(const VpmuConfig *cfg)
-{
-    return cfg->intel_version >= 2;
-}
-
 /*
- * DEBUGCTL.Freeze_PerfMon_On_PMI: v2/v3 clear GLOBAL_CTRL (SDM 20.2.4.1
- * legacy freeze); v4+ set GLOBAL_STATUS.CTR_Frz instead and keep
- * GLOBAL_CTRL (SDM 20.2.4.1 streamlined freeze).
+ * DEBUGCTL.Freeze_PerfMon_On_PMI exists from v2; v4 freezes through
+ * GLOBAL_STATUS.CTR_Frz, v2/v3 by clearing GLOBAL_CTRL (SDM 20.2.4.1).
  */
-static void intel_freeze_on_pmi(VpmuPmu *pmu)
+static void intel_rules(const VpmuConfig *cfg, VpmuRules *out)
 {
-    if (!(pmu->debugctl & DEBUGCTL_FREEZE_PERFMON_ON_PMI)) {
-        return;
-    }
-    if (version(pmu) >= 4) {
-        vpmu_pmu_set_status(pmu, STATUS_CTR_FRZ);
-    } else {
-        vpmu_pmu_set_global_ctrl(pmu, 0);
-    }
-}
-
-static bool intel_frozen(const VpmuPmu *pmu)
-{
-    return version(pmu) >= 4 && (pmu->global_status & STATUS_CTR_FRZ);
-}
-
-static int intel_check_state(const VpmuPmu *pmu, VpmuMsrKind kind,
-                             unsigned idx, uint64_t val)
-{
-    uint64_t allowed = kind == VPMU_MSR_GLOBAL_STATUS
-                       ? status_reset_writable(pmu) : intel_writable(pmu, kind);
-
-    return (val & ~allowed) ? -EINVAL : 0;
+    out->freeze_on_pmi = cfg->intel_version >= 2 ?
+                         DEBUGCTL_FREEZE_PERFMON_ON_PMI : 0;
+    out->freeze_status = cfg->intel_version >= 4 ? STATUS_CTR_FRZ : 0;
 }
 
 const VpmuArchOps vpmu_intel_ops = {
     .name = "intel",
     .ranges = intel_ranges,
     .nr_ranges = VPMU_ARRAY_SIZE(intel_ranges),
+    .event_bits = VPMU_EVTSEL_EVENT,
+    .events = intel_arch_events,
+    .fixed_events = intel_fixed_events,
     .check = intel_check,
     .msr_exists = intel_msr_exists,
-    .rdmsr = intel_rdmsr,
-    .wrmsr = intel_wrmsr,
-    .rdpmc = intel_rdpmc,
+    .rules = intel_rules,
+    .sanitize = intel_sanitize,
+    .read_only = intel_read_only,
+    .rdpmc_counter = intel_rdpmc_counter,
     .cpuid = intel_cpuid,
-    .decode = intel_decode,
-    .has_global = intel_has_global,
-    .freeze_on_pmi = intel_freeze_on_pmi,
-    .frozen = intel_frozen,
-    .check_state = intel_check_state,
 };

@@ -6,6 +6,8 @@
 #ifndef VPMU_KVM_PRIV_H
 #define VPMU_KVM_PRIV_H
 
+#include <sys/ioctl.h>
+
 #include <vpmu/kvm.h>
 
 #include "vpmu-log.h"
@@ -78,8 +80,15 @@ typedef enum VpmuKvmLogKind {
     VPMU_KVM_LOG_INJECT,        /* a PMI could not be delivered */
 } VpmuKvmLogKind;
 
-/* kvm.c: opts.ioctl or the system's. */
-int vpmu_kvm__ioctl(const VpmuKvm *k, int fd, unsigned long req, void *arg);
+/* opts.ioctl (tests replay KVM with it) or the system's. */
+static inline int vpmu_kvm__ioctl(const VpmuKvm *k, int fd, unsigned long req,
+                                  void *arg)
+{
+    if (k->opts.ioctl) {
+        return k->opts.ioctl(k->opts.opaque, fd, req, arg);
+    }
+    return ioctl(fd, req, arg);
+}
 
 /* kvm-mirror.c */
 void vpmu_kvm__mirror_if_any(VpmuKvm *k);

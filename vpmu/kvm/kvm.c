@@ -6,8 +6,6 @@
 #include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -45,14 +43,6 @@
 static bool probe_kvm_pmu(int vm_fd);
 static int send_msi(VpmuKvm *k, uint32_t vector);
 
-int vpmu_kvm__ioctl(const VpmuKvm *k, int fd, unsigned long req, void *arg)
-{
-    if (k->opts.ioctl) {
-        return k->opts.ioctl(k->opts.opaque, fd, req, arg);
-    }
-    return ioctl(fd, req, arg);
-}
-
 /* opts.pmi of the core: runs inside a vpmu call, so only record it. */
 static void kvm_pmi_request(void *opaque)
 {
@@ -85,10 +75,7 @@ static int check_opts(const VpmuKvmOpts *opts, char *err, size_t errlen)
     } else if (!opts->source_ops) {
         what = "source_ops: a counting source is required";
     }
-    if (what && err && errlen) {
-        snprintf(err, errlen, "%s", what);
-    }
-    return what ? -EINVAL : 0;
+    return what ? vpmu_err(err, errlen, "%s", what) : 0;
 }
 
 /*

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The logging facility of every libvpmu component (vpmu-log.h). */
+/* The logging and error-detail facility of every libvpmu component. */
 #include "vpmu-log.h"
 
 #include <stdio.h>
@@ -45,4 +45,16 @@ void vpmu_logf_once(VpmuLogger *l, unsigned kind, const char *fmt, ...)
     va_start(ap, fmt);
     vlogf(l, fmt, ap);
     va_end(ap);
+}
+
+int vpmu_errorf(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return ret;
 }
