@@ -2,8 +2,9 @@
 /*
  * The library's one MSR map, as front ends see it: vpmu_pmu_msr_info()
  * (what an MSR is, the counters it concerns, a control's enable bits and
- * value) and vpmu_config_msr_spans() (the MSRs a config answers, without
- * a PMU), for the defaults of both vendors.  Every value is derived by
+ * value), vpmu_config_msr_spans() (the MSRs a config answers, without
+ * a PMU) and vpmu_pmu_counter_msrs() (a counter's MSRs, for a mirror), for
+ * the defaults of both vendors and the older AMD levels.  Every value is derived by
  * hand from the vendor tables (SDM Vol. 4 Table 2-2; APM Vol. 2 13.2).
  */
 #include <check.h>
@@ -16,16 +17,22 @@
 static VpmuFakeSource *fake;
 static VpmuPmu *pmu;
 
-static void up(VpmuVendor vendor)
+static void up_cfg(const VpmuConfig *cfg)
 {
     VpmuPmuOpts opts = { .source_ops = vpmu_fake_source_ops() };
-    VpmuConfig cfg;
     char err[128];
 
-    vpmu_config_init(&cfg, vendor);
     ck_assert_int_eq(vpmu_fake_source_new(&fake), 0);
     opts.source = fake;
-    ck_assert_int_eq(vpmu_pmu_new(&cfg, &opts, &pmu, err, sizeof(err)), 0);
+    ck_assert_int_eq(vpmu_pmu_new(cfg, &opts, &pmu, err, sizeof(err)), 0);
+}
+
+static void up(VpmuVendor vendor)
+{
+    VpmuConfig cfg;
+
+    vpmu_config_init(&cfg, vendor);
+    up_cfg(&cfg);
 }
 
 static void down(void)
@@ -158,6 +165,76 @@ START_TEST(test_spans)
 }
 END_TEST
 
+/* Counter @id's MSRs are these (control_os/pmi: GP or fixed layout). */
+static void expect_msrs(uint32_t id, uint32_t counter, uint32_t control,
+                        unsigned shift, uint32_t global, uint64_t enable)
+{
+    bool fixed = id & VPMU_COUNTER_FIXED;
+    VpmuCounterMsrs m;
+
+    ck_assert_int_eq(vpmu_pmu_counter_msrs(pmu, id, &m), 0);
+    ck_assert_uint_eq(m.counter, counter);
+    ck_assert_uint_eq(m.control, control);
+    ck_assert_uint_eq(m.control_shift, shift);
+    /* EVTSEL OS bit 17, INT bit 20 (SDM Figure 20-6, APM Figure 13-7);
+     * a FIXED_CTR_CTRL field: OS bit 0, PMI bit 3 (SDM Figure 20-2). */
+    ck_assert_uint_eq(m.control_os, fixed ? 0x1 : 1u << 17);
+    ck_assert_uint_eq(m.control_pmi, fixed ? 0x8 : 1u << 20);
+    ck_assert_uint_eq(m.global, global);
+    ck_assert_uint_eq(m.global_enable, enable);
+}
+
+/*
+ * What a mirror writes: Intel GP i at PMC i (0xC1 + i, not the A_PMC
+ * alias) with PERFEVTSEL i, fixed j at 0x309 + j in field j of
+ * FIXED_CTR_CTRL (0x38D), enables in GLOBAL_CTRL (0x38F) bits i / 32 + j;
+ * Intel v1 has no global control.  AMD: the PERF_CTL/CTR pairs when they
+ * exist, else the K7 MSRs; PerfCntrGlobalCtl (0xC0000301) only with v2.
+ */
+START_TEST(test_counter_msrs)
+{
+    VpmuCounterMsrs m;
+    VpmuConfig cfg;
+
+    up(VPMU_VENDOR_INTEL);
+    expect_msrs(VPMU_COUNTER_GP(0), 0xc1, 0x186, 0, 0x38f, 1);
+    expect_msrs(VPMU_COUNTER_GP(7), 0xc8, 0x18d, 0, 0x38f, 1u << 7);
+    expect_msrs(VPMU_COUNTER_FIXED_ID(2), 0x30b, 0x38d, 8, 0x38f,
+                1ull << 34);
+    ck_assert_int_eq(vpmu_pmu_counter_msrs(pmu, VPMU_COUNTER_GP(8), &m),
+                     -ENOENT);
+    ck_assert_int_eq(vpmu_pmu_counter_msrs(pmu, VPMU_COUNTER_FIXED_ID(3),
+                                           &m), -ENOENT);
+    down();
+    vpmu_config_init(&cfg, VPMU_VENDOR_INTEL);
+    cfg.intel_version = 1;
+    cfg.nr_fixed = 0;
+    cfg.fixed_width = 0;
+    up_cfg(&cfg);
+    expect_msrs(VPMU_COUNTER_GP(3), 0xc4, 0x189, 0, 0, 0);
+    down();
+    up(VPMU_VENDOR_AMD);
+    expect_msrs(VPMU_COUNTER_GP(0), 0xc0010201, 0xc0010200, 0, 0xc0000301, 1);
+    expect_msrs(VPMU_COUNTER_GP(5), 0xc001020b, 0xc001020a, 0, 0xc0000301,
+                1u << 5);
+    ck_assert_int_eq(vpmu_pmu_counter_msrs(pmu, VPMU_COUNTER_GP(6), &m),
+                     -ENOENT);
+    down();
+    vpmu_config_init(&cfg, VPMU_VENDOR_AMD);
+    cfg.amd_level = VPMU_AMD_PERFCTR_CORE;
+    up_cfg(&cfg);
+    expect_msrs(VPMU_COUNTER_GP(2), 0xc0010205, 0xc0010204, 0, 0, 0);
+    down();
+    cfg.amd_level = VPMU_AMD_K7;
+    cfg.nr_gp = 4;
+    up_cfg(&cfg);
+    expect_msrs(VPMU_COUNTER_GP(3), 0xc0010007, 0xc0010003, 0, 0, 0);
+    ck_assert_int_eq(vpmu_pmu_counter_msrs(pmu, VPMU_COUNTER_GP(4), &m),
+                     -ENOENT);
+    down();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("msr-info");
@@ -168,6 +245,7 @@ int main(void)
     tcase_add_test(tc, test_intel);
     tcase_add_test(tc, test_amd);
     tcase_add_test(tc, test_spans);
+    tcase_add_test(tc, test_counter_msrs);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

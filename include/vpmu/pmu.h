@@ -158,6 +158,20 @@ typedef struct VpmuMsrInfo {
     uint64_t value;
 } VpmuMsrInfo;
 
+/*
+ * A counter's MSRs (vpmu_pmu_counter_msrs()), for front ends that mirror
+ * it into another PMU of the same layout (KVM's).
+ */
+typedef struct VpmuCounterMsrs {
+    uint32_t counter;           /* its value: PMC / PERF_CTR / FIXED_CTR */
+    uint32_t control;           /* EVTSEL / PERF_CTL, or FIXED_CTR_CTRL */
+    unsigned control_shift;     /* its field in control: 0, fixed i 4 * i */
+    uint64_t control_os;        /* in the field: counts at CPL 0 */
+    uint64_t control_pmi;       /* in the field: interrupt on overflow */
+    uint32_t global;            /* GLOBAL_CTRL / PerfCntrGlobalCtl, 0: none */
+    uint64_t global_enable;     /* its enable bit in global */
+} VpmuCounterMsrs;
+
 /**
  * vpmu_config_init() - fill @cfg with the defaults for @vendor.
  *
@@ -327,6 +341,16 @@ VPMU_API int vpmu_config_msr_spans(const VpmuConfig *cfg, VpmuMsrSpan *out,
  * Return: 0, or -ENOENT if this PMU does not answer @msr.
  */
 VPMU_API int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out);
+
+/**
+ * vpmu_pmu_counter_msrs() - the MSRs of counter @id (VPMU_COUNTER_GP(i) /
+ * VPMU_COUNTER_FIXED_ID(i)) on this PMU, from the vendor's MSR table.
+ * Where a counter has two (AMD's legacy K7 MSRs and the PERF_CTL/CTR pairs
+ * of PerfCtrExtCore), the table's later, newer one.
+ * Return: 0, or -ENOENT if there is no such counter.
+ */
+VPMU_API int vpmu_pmu_counter_msrs(const VpmuPmu *pmu, uint32_t id,
+                                   VpmuCounterMsrs *out);
 
 /**
  * vpmu_pmu_state_size() - bytes vpmu_pmu_save() writes for this config.

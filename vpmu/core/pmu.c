@@ -524,3 +524,54 @@ int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
     out->value = control_read(pmu, kind, idx);
     return 0;
 }
+
+/*
+ * The MSR of @kind for counter @idx: the last range of the table that has
+ * it, so AMD's PERF_CTL/CTR pairs win over the K7 MSRs they alias.
+ */
+static uint32_t msr_of(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx)
+{
+    uint32_t msr = 0;
+
+    for (size_t i = 0; i < pmu->arch->nr_ranges; i++) {
+        const VpmuMsrRange *r = &pmu->arch->ranges[i];
+
+        for (unsigned j = 0; j < r->count; j++) {
+            unsigned k = j;
+
+            if ((pmu->present[i] & BIT_ULL(j)) &&
+                vpmu_msr_unalias(r->kind, &k) == kind && k == idx) {
+                msr = r->base + j;
+            }
+        }
+    }
+    return msr;
+}
+
+int vpmu_pmu_counter_msrs(const VpmuPmu *pmu, uint32_t id,
+                          VpmuCounterMsrs *out)
+{
+    const VpmuCounter *c = vpmu_counter_by_id((VpmuPmu *)pmu, id);
+
+    if (!c) {
+        return -ENOENT;
+    }
+    memset(out, 0, sizeof(*out));
+    if (c->fixed) {
+        out->counter = msr_of(pmu, VPMU_MSR_FIXED_CTR, c->idx);
+        out->control = msr_of(pmu, VPMU_MSR_FIXED_CTR_CTRL, 0);
+        out->control_shift = VPMU_FIXED_CTRL_BITS * c->idx;
+        out->control_os = VPMU_FIXED_CTRL_OS;
+        out->control_pmi = VPMU_FIXED_CTRL_PMI;
+    } else {
+        out->counter = msr_of(pmu, VPMU_MSR_PMC, c->idx);
+        out->control = msr_of(pmu, VPMU_MSR_EVTSEL, c->idx);
+        out->control_os = VPMU_EVTSEL_OS;
+        out->control_pmi = VPMU_EVTSEL_INT;
+    }
+    if (pmu->has_global) {
+        out->global = msr_of(pmu, VPMU_MSR_GLOBAL_CTRL, 0);
+        out->global_enable = vpmu_status_bit(c);
+    }
+    return 0;
+}

@@ -47,48 +47,19 @@ static uint32_t counter_id(const VpmuKvm *k, unsigned i)
                             : VPMU_COUNTER_FIXED_ID(i - k->cfg.nr_gp);
 }
 
-/* KVM's PMC MSR for counter @id of @cfg (kvm.h: what is mirrored). */
-static uint32_t value_msr(const VpmuConfig *cfg, uint32_t id)
-{
-    uint32_t idx = id & ~VPMU_COUNTER_FIXED;
-
-    if (cfg->vendor == VPMU_VENDOR_INTEL) {
-        return (id & VPMU_COUNTER_FIXED) ? MSR_INTEL_FIXED_CTR0 + idx
-                                         : MSR_INTEL_PMC0 + idx;
-    }
-    if (cfg->amd_level == VPMU_AMD_K7) {
-        return MSR_AMD_K7_PERFCTR0 + idx;
-    }
-    return MSR_AMD_F15H_PERF_CTR0 + 2 * idx;
-}
-
-/* KVM's selector of GP counter @idx. */
-static uint32_t select_msr(const VpmuConfig *cfg, unsigned idx)
-{
-    if (cfg->vendor == VPMU_VENDOR_INTEL) {
-        return MSR_INTEL_PERFEVTSEL0 + idx;
-    }
-    if (cfg->amd_level == VPMU_AMD_K7) {
-        return MSR_AMD_K7_EVNTSEL0 + idx;
-    }
-    return MSR_AMD_F15H_PERF_CTL0 + 2 * idx;
-}
-
 /*
  * What KVM's selector (GP: EVTSEL; fixed: its FIXED_CTR_CTRL field) holds
  * for a live counter: the guest's event without INT (EVTSEL[20], fixed
  * PMI[3]), so that KVM never raises a PMI of its own; 0, which stops
  * KVM's PMC, while vpmu's counter does not count (off, filtered, ...).
  */
-static uint64_t live_ctl(const VpmuCounterInfo *info)
+static uint64_t live_ctl(const VpmuKvm *k, unsigned i,
+                         const VpmuCounterInfo *info)
 {
     if (info->state != VPMU_COUNTER_COUNTING) {
         return 0;
     }
-    if (info->id & VPMU_COUNTER_FIXED) {
-        return info->control & ~FIXED_CTRL_PMI;
-    }
-    return info->control & ~EVTSEL_INT;
+    return info->control & ~k->msrs[i].control_pmi;
 }
 
 /*
@@ -131,37 +102,23 @@ static unsigned apply_budget(const VpmuKvm *k, const VpmuCounterInfo *info,
  * instruction on every enabled PMC of the instructions event whose CPL
  * filter takes CPL 0 (kvm_pmu_trigger_event()).  vpmu counted it already.
  */
-static bool kvm_counts_exit(const VpmuKvm *k, const VpmuCounterInfo *info)
+static bool kvm_counts_exit(const VpmuKvm *k, unsigned i,
+                            const VpmuCounterInfo *info)
 {
-    if (!k->served_exit ||
-        info->state != VPMU_COUNTER_COUNTING ||
-        info->event != VPMU_EVENT_INSTRUCTIONS) {
-        return false;
-    }
-    if (info->id & VPMU_COUNTER_FIXED) {
-        return info->control & FIXED_CTRL_OS;
-    }
-    return info->control & EVTSEL_OS;
+    return k->served_exit && info->state == VPMU_COUNTER_COUNTING &&
+           info->event == VPMU_EVENT_INSTRUCTIONS &&
+           (info->control & k->msrs[i].control_os);
 }
 
 /* The global control that leaves KVM's per-counter enables in charge. */
 static bool global_ctl(const VpmuKvm *k, uint32_t *msr, uint64_t *val)
 {
-    const VpmuConfig *cfg = &k->cfg;
-
-    if (cfg->vendor == VPMU_VENDOR_INTEL && cfg->intel_version >= 2) {
-        *msr = MSR_INTEL_GLOBAL_CTRL;
-        *val = ((1ull << cfg->nr_gp) - 1) |
-               ((1ull << cfg->nr_fixed) - 1) << GLOBAL_CTRL_FIXED_SHIFT;
-        return true;
+    *msr = k->msrs[0].global;
+    *val = 0;
+    for (unsigned i = 0; i < nr_counters(k); i++) {
+        *val |= k->msrs[i].global_enable;
     }
-    if (cfg->vendor == VPMU_VENDOR_AMD &&
-        cfg->amd_level == VPMU_AMD_PERFMON_V2) {
-        *msr = MSR_AMD_GLOBAL_CTL;
-        *val = (1ull << cfg->nr_gp) - 1;
-        return true;
-    }
-    return false;
+    return *msr != 0;
 }
 
 /*
@@ -176,26 +133,28 @@ static bool add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
 {
     bool all = !k->kvm_ctl_valid, fixed_changed = false, global = false;
     uint64_t fixed_ctrl = 0, gval;
-    uint32_t gmsr;
+    uint32_t gmsr, fixed_msr = 0;
 
     if (all && !k->kvm_no_global && global_ctl(k, &gmsr, &gval)) {
         add(b, gmsr, gval);
         global = true;
     }
     for (unsigned i = 0; i < nr_counters(k); i++) {
-        ctl[i] = live_ctl(&info[i]);
+        ctl[i] = live_ctl(k, i, &info[i]);
     }
     *starved = apply_budget(k, info, ctl);
     for (unsigned i = 0; i < nr_counters(k); i++) {
         if (i >= k->cfg.nr_gp) {
-            fixed_ctrl |= ctl[i] << ((i - k->cfg.nr_gp) * FIXED_CTRL_FIELD_BITS);
+            /* The fixed counters share one control, a field each. */
+            fixed_msr = k->msrs[i].control;
+            fixed_ctrl |= ctl[i] << k->msrs[i].control_shift;
             fixed_changed |= all || ctl[i] != k->kvm_ctl[i];
         } else if (all || ctl[i] != k->kvm_ctl[i]) {
-            add(b, select_msr(&k->cfg, i), ctl[i]);
+            add(b, k->msrs[i].control, ctl[i]);
         }
     }
     if (fixed_changed) {
-        add(b, MSR_INTEL_FIXED_CTR_CTRL, fixed_ctrl);
+        add(b, fixed_msr, fixed_ctrl);
     }
     return global;
 }
@@ -258,7 +217,7 @@ retry:
         uint64_t width = i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
                                           : (1ull << k->cfg.fixed_width) - 1;
         /* A snapshot (selector 0) does not count the exit. */
-        bool exit = live && ctl[i] && kvm_counts_exit(k, &info[i]);
+        bool exit = live && ctl[i] && kvm_counts_exit(k, i, &info[i]);
         bool sel = live && (!k->kvm_ctl_valid || ctl[i] != k->kvm_ctl[i]);
         uint64_t val = (info[i].value - exit) & width;
 
@@ -267,7 +226,7 @@ retry:
             continue;   /* KVM holds it already (a counter re-enabled) */
         }
         if ((mask & (1ull << i)) || sel) {
-            add(&b, value_msr(&k->cfg, info[i].id), val);
+            add(&b, k->msrs[i].counter, val);
             vals[i] = val;
             written |= 1ull << i;
         }

@@ -12,32 +12,6 @@
 
 #include "vpmu-log.h"
 
-/*
- * KVM's MSRs that a mirror writes (SDM Vol. 4 Table 2-2; APM Vol. 2 13.2.1,
- * 13.2.2).  What a guest MSR is comes from the library (vpmu_pmu_msr_info()).
- */
-#define MSR_INTEL_PMC0          0x0C1u      /* IA32_PMC0 */
-#define MSR_INTEL_FIXED_CTR0    0x309u      /* IA32_FIXED_CTR0 */
-#define MSR_AMD_K7_PERFCTR0     0xC0010004u /* PerfCtr0 (legacy) */
-#define MSR_AMD_F15H_PERF_CTR0  0xC0010201u /* PerfCtr0, CTL/CTR interleaved */
-
-#define MSR_INTEL_PERFEVTSEL0   0x186u      /* IA32_PERFEVTSEL0-7 */
-#define MSR_INTEL_FIXED_CTR_CTRL 0x38Du
-#define MSR_INTEL_GLOBAL_CTRL   0x38Fu
-#define MSR_AMD_K7_EVNTSEL0     0xC0010000u
-#define MSR_AMD_F15H_PERF_CTL0  0xC0010200u
-#define MSR_AMD_GLOBAL_CTL      0xC0000301u /* PerfCntrGlobalCtl */
-
-/* IA32_PERFEVTSELx (SDM Fig. 20-1) and AMD PerfEvtSeln (APM Fig. 13-7). */
-#define EVTSEL_OS               (1ull << 17)
-#define EVTSEL_INT              (1ull << 20)
-/* IA32_FIXED_CTR_CTRL, one 4-bit field per counter (SDM Fig. 20-2). */
-#define FIXED_CTRL_FIELD_BITS   4
-#define FIXED_CTRL_OS           0x1ull      /* EN[0]: ring 0 */
-#define FIXED_CTRL_PMI          0x8ull      /* PMI[3] */
-/* Intel IA32_PERF_GLOBAL_CTRL: fixed counter i enable is bit 32 + i. */
-#define GLOBAL_CTRL_FIXED_SHIFT 32
-
 /* CPUID fields of the host's PMU size (host_gp_counters()). */
 #define CPUID_0A_EAX_NR_GP_SHIFT        8
 #define CPUID_0A_EAX_NR_GP_MASK         (0xFFu << CPUID_0A_EAX_NR_GP_SHIFT)
@@ -52,6 +26,8 @@ struct VpmuKvm {
     VpmuKvmOpts opts;
     VpmuConfig cfg;
     VpmuPmu *pmu;
+    /* KVM's MSRs of counter i (GP first, then fixed), from the library. */
+    VpmuCounterMsrs msrs[MAX_MIRROR];
     VpmuKvmStats stats;
     bool pmi_pending;
     VpmuLogger log;             /* opts.log; VpmuKvmLogKind once each */

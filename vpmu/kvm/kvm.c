@@ -172,6 +172,13 @@ int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
         goto err;
     }
     k->opts.filter = NULL;      /* the PMU keeps its own copy */
+    /* A mirror writes KVM's PMU MSRs, which are the guest's own. */
+    for (unsigned i = 0; i < k->cfg.nr_gp + k->cfg.nr_fixed; i++) {
+        (void)vpmu_pmu_counter_msrs(k->pmu, i < k->cfg.nr_gp ?
+                                    VPMU_COUNTER_GP(i) :
+                                    VPMU_COUNTER_FIXED_ID(i - k->cfg.nr_gp),
+                                    &k->msrs[i]);
+    }
     if (opts->rdpmc == VPMU_KVM_RDPMC_SNAPSHOT) {
         install_deny_all(k);
     }
