@@ -126,26 +126,28 @@ static bool amd_msr_exists(const VpmuConfig *cfg, VpmuMsrKind kind,
     }
 }
 
-/* What a write keeps: reserved bits are dropped, never a #GP. */
+/* The bits a write keeps, by kind. */
+static uint64_t amd_keep(const VpmuPmu *pmu, VpmuMsrKind kind)
+{
+    if (kind == VPMU_MSR_EVTSEL) {
+        return evtsel_keep(pmu);
+    }
+    if (kind == VPMU_MSR_GLOBAL_CTRL || kind == VPMU_MSR_GLOBAL_OVF_CTRL ||
+        kind == VPMU_MSR_GLOBAL_STATUS_SET) {
+        return counters_mask(pmu);
+    }
+    /*
+     * PERF_CTR: the 48-bit counter keeps the low 48 bits itself.
+     * PerfCntrGlobalStatus is read-only: the core ignores the write.
+     */
+    return ~0ull;
+}
+
+/* Reserved bits are dropped, never a #GP: every write is legal. */
 static int amd_sanitize(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
                         uint64_t *val)
 {
-    switch (kind) {
-    case VPMU_MSR_EVTSEL:
-        *val &= evtsel_keep(pmu);
-        break;
-    case VPMU_MSR_GLOBAL_CTRL:
-    case VPMU_MSR_GLOBAL_OVF_CTRL:
-    case VPMU_MSR_GLOBAL_STATUS_SET:
-        *val &= counters_mask(pmu);
-        break;
-    default:
-        /*
-         * PERF_CTR: the 48-bit counter keeps the low 48 bits.
-         * PerfCntrGlobalStatus is read-only: the core ignores the write.
-         */
-        break;
-    }
+    *val &= amd_keep(pmu, kind);
     return 0;
 }
 
