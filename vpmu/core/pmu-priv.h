@@ -238,8 +238,8 @@ VpmuCounter *vpmu_counter_by_id(VpmuPmu *pmu, uint32_t id);
 
 /*
  * core/counter.c: the counter model and the PMU-wide state that drives it
- * (global control and status, freeze, emulated events).  It calls no other
- * file of the core and no vendor code.
+ * (global control and status, freeze, emulated events).  Of the core it
+ * calls only the filter, and no vendor code.
  */
 void vpmu_counter_init(VpmuCounter *c, VpmuPmu *pmu, bool fixed,
                        unsigned idx, unsigned width);

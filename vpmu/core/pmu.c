@@ -89,7 +89,9 @@ static void msr_present_init(VpmuPmu *pmu)
     const VpmuArchOps *a = pmu->arch;
 
     for (size_t i = 0; i < a->nr_ranges; i++) {
-        for (unsigned idx = 0; idx < a->ranges[i].count; idx++) {
+        /* A range is at most one bitmap long (the longest, AMD F15H: 12). */
+        for (unsigned idx = 0; idx < a->ranges[i].count &&
+                               idx < VPMU_MAX_RANGE_MSRS; idx++) {
             if (a->msr_exists(&pmu->cfg, a->ranges[i].kind, idx)) {
                 pmu->present[i] |= BIT_ULL(idx);
             }
