@@ -164,6 +164,26 @@ VPMU_API bool vpmu_perf_source_raw_events(const VpmuPerfSource *src);
  */
 VPMU_API int vpmu_perf_source_service(VpmuPerfSource *src);
 
+/* The guest counter a host event of the perf source stands for. */
+typedef struct VpmuPerfAttrInfo {
+    VpmuArchEvent event;        /* VPMU_EVENT_RAW for PERF_TYPE_RAW */
+    uint64_t raw_config;        /* PERF_TYPE_RAW: the guest's encoding */
+    bool clock;                 /* the task-clock fallback of cycles */
+    bool count_user, count_kernel;
+    bool exclude_host, pinned;  /* the source's options */
+} VpmuPerfAttrInfo;
+
+/**
+ * vpmu_perf_attr_parse() - is @attr, byte for byte, one the perf source
+ * builds for a guest counter (with any exclude_host, pinned, multiplex
+ * policy and period)?  For a privileged helper, which opens only such
+ * events for an unprivileged process.
+ * @out: what it stands for, on success.
+ * Return: 0; -EINVAL if the perf source never makes @attr.
+ */
+VPMU_API int vpmu_perf_attr_parse(const struct perf_event_attr *attr,
+                                  VpmuPerfAttrInfo *out);
+
 /** vpmu_perf_source_stats() - copy the statistics into @out. */
 VPMU_API void vpmu_perf_source_stats(const VpmuPerfSource *src,
                                      VpmuPerfStats *out);

@@ -252,6 +252,68 @@ int vpmu_perf_build_attr(const VpmuPerfSource *src, const VpmuSourceAttr *a,
     return 0;
 }
 
+/* The guest event behind a host event type/config, the inverse of attr_event(). */
+static int attr_guest_event(const struct perf_event_attr *attr,
+                            VpmuPerfAttrInfo *out)
+{
+    if (attr->type == PERF_TYPE_SOFTWARE &&
+        attr->config == PERF_COUNT_SW_TASK_CLOCK) {
+        out->clock = true;
+        out->event = VPMU_EVENT_CYCLES;
+        return 0;
+    }
+    if (attr->type == PERF_TYPE_RAW) {
+        out->event = VPMU_EVENT_RAW;
+        out->raw_config = attr->config;
+        return 0;
+    }
+    for (unsigned e = 0; attr->type == PERF_TYPE_HARDWARE &&
+                         e < VPMU_EVENT__COUNT; e++) {
+        if (hw_generic[e].valid && hw_generic[e].config == attr->config) {
+            out->event = e;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int vpmu_perf_attr_parse(const struct perf_event_attr *attr,
+                         VpmuPerfAttrInfo *out)
+{
+    /* A source that would build it: raw events on, periods 1:1. */
+    VpmuPerfSource src = {
+        .opts = { .tsc_hz = VPMU_NS_PER_SEC, .guest_vendor = VPMU_VENDOR_AMD },
+        .host_vendor = VPMU_VENDOR_AMD,
+        .stats = { .hw_pmu = true },
+    };
+    VpmuSourceAttr a = { .count_host = true, .count_guest = true };
+    struct perf_event_attr want;
+
+    memset(out, 0, sizeof(*out));
+    if (!attr || attr->size != sizeof(*attr) ||
+        attr_guest_event(attr, out) < 0) {
+        return -EINVAL;
+    }
+    src.clock_only = out->clock;
+    src.opts.pinned = attr->pinned;
+    src.opts.exclude_host = attr->exclude_host;
+    a.event = out->event;
+    a.raw_config = out->raw_config;
+    a.count_user = out->clock || !attr->exclude_user;
+    a.count_kernel = out->clock || !attr->exclude_kernel;
+    a.sample_period = attr->sample_period;
+    /* Rebuilt from what it claims to be, it must come out the same. */
+    if (vpmu_perf_build_attr(&src, &a, &want) < 0 ||
+        memcmp(&want, attr, sizeof(want)) != 0) {
+        return -EINVAL;
+    }
+    out->count_user = a.count_user;
+    out->count_kernel = a.count_kernel;
+    out->exclude_host = attr->exclude_host;
+    out->pinned = attr->pinned;
+    return 0;
+}
+
 /* Everything that went into the attr except the period decides reuse. */
 bool vpmu_perf_same_key(const struct perf_event_attr *a,
                         const struct perf_event_attr *b)
