@@ -184,6 +184,12 @@ typedef struct VpmuPerfAttrInfo {
 VPMU_API int vpmu_perf_attr_parse(const struct perf_event_attr *attr,
                                   VpmuPerfAttrInfo *out);
 
+/**
+ * vpmu_perf_host_vendor() - this host's PMU vendor from CPUID (Hygon's is
+ * AMD's); 0 if neither.
+ */
+VPMU_API VpmuVendor vpmu_perf_host_vendor(void);
+
 /** vpmu_perf_source_stats() - copy the statistics into @out. */
 VPMU_API void vpmu_perf_source_stats(const VpmuPerfSource *src,
                                      VpmuPerfStats *out);

@@ -343,6 +343,15 @@ VPMU_API int vpmu_config_msr_spans(const VpmuConfig *cfg, VpmuMsrSpan *out,
 VPMU_API int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out);
 
 /**
+ * vpmu_arch_event_encoding() - @vendor's event select encoding of the
+ * architectural event @e (EVTSEL bits 7:0 and 15:8, AMD's EventSelect
+ * 11:8 in bits 35:32), the form vpmu_filter_allows_event() takes.
+ * Return: 0; -ENOENT if @vendor has no encoding for @e (AMD ref-cycles).
+ */
+VPMU_API int vpmu_arch_event_encoding(VpmuVendor vendor, VpmuArchEvent e,
+                                      uint64_t *evtsel);
+
+/**
  * vpmu_pmu_counter_msrs() - the MSRs of counter @id (VPMU_COUNTER_GP(i) /
  * VPMU_COUNTER_FIXED_ID(i)) on this PMU, from the vendor's MSR table.
  * Where a counter has two (AMD's legacy K7 MSRs and the PERF_CTL/CTR pairs

@@ -41,6 +41,23 @@ void vpmu_config_init(VpmuConfig *cfg, VpmuVendor vendor)
     cfg->perf_capabilities = VPMU_PERF_CAP_FW_WRITE;
 }
 
+int vpmu_arch_event_encoding(VpmuVendor vendor, VpmuArchEvent e,
+                             uint64_t *evtsel)
+{
+    const VpmuArchOps *arch = vpmu_arch_for(vendor);
+    const VpmuEventCode *code;
+
+    if (!arch || e >= VPMU_EVENT__COUNT || !arch->events[e].valid) {
+        return -ENOENT;
+    }
+    code = &arch->events[e];
+    /* EventSelect[11:8] goes to bits 35:32 (APM Figure 13-7). */
+    *evtsel = (code->event & VPMU_EVTSEL_EVENT) |
+              (uint64_t)(code->event >> 8) << 32 |
+              (uint64_t)code->umask << 8;
+    return 0;
+}
+
 int vpmu_config_check(const VpmuConfig *cfg, char *err, size_t errlen)
 {
     const VpmuArchOps *arch;

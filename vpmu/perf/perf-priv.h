@@ -98,7 +98,6 @@ int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr);
 int vpmu_perf_sys_ioctl(VpmuPerfSource *src, int fd, unsigned long req,
                         unsigned long arg);
 void vpmu_perf_sys_close(VpmuPerfSource *src, int fd);
-VpmuVendor vpmu_perf_host_vendor(void);
 int vpmu_perf_fail(VpmuPerfSource *src, bool open, int err);
 
 /* perf-event.c: one host event. */

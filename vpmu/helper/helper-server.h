@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vpmu-helper's insides (docs/helper.md): per-VM policies (policy.c) and
+ * one client connection (server.c).  The daemon (vpmu-helper.c) and the
+ * tests use them; not part of libvpmu.
+ */
+#ifndef VPMU_HELPER_SERVER_H
+#define VPMU_HELPER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <vpmu/filter.h>
+#include <vpmu/pmu.h>
+
+#include "helper-proto.h"
+
+/* One VM's policy: a file "KEY = VALUE" per line (docs/helper.md). */
+typedef struct HelperPolicy {
+    char events[192];           /* "events": vpmu filter text; "" = all */
+    VpmuFilter *filter;         /* events parsed; NULL = every event */
+    unsigned counters;          /* "counters": GP counters, 1-8 */
+    bool pinned;                /* "pinned": yes / no */
+    bool raw;                   /* "raw": guest raw events, yes / no */
+} HelperPolicy;
+
+#define HELPER_POLICY_COUNTERS_DEFAULT 4
+
+/*
+ * Parse a policy; *@out is written only on success.
+ * Return: 0; -EINVAL with "line N: ..." in @err; -ENOMEM.
+ */
+int helper_policy_parse(const char *text, HelperPolicy *out, char *err,
+                        size_t errlen);
+/* Load DIR/VM.conf, else DIR/default.conf: 0, -ENOENT (neither), or as
+ * helper_policy_parse() with the file named in @err. */
+int helper_policy_load(const char *dir, const char *vm, HelperPolicy *out,
+                       char *err, size_t errlen);
+void helper_policy_clear(HelperPolicy *p);
+
+/*
+ * A VM's name from its QEMU process: the libvirt machine cgroup
+ * ("machine/qemu-ID-NAME.libvirt-qemu", or systemd's
+ * "machine-qemu\x2dID\x2dNAME.scope") if it is in one, else the -name
+ * option of its command line.  @cgroup: whether it came from the cgroup.
+ * @proc: the proc root ("/proc"; tests give another).
+ * Return: 0; -ENOENT if neither names it; -errno reading /proc.
+ */
+int helper_vm_identity(const char *proc, pid_t pid, char *vm, size_t len,
+                       bool *cgroup);
+
+typedef struct HelperServerOpts {
+    const char *policy_dir;
+    const char *proc;           /* "/proc" */
+    unsigned rate;              /* OPENs refilled per second, per client */
+    unsigned burst;             /* OPENs a client may make at once */
+    /* perf_event_open(2) for the helper; NULL = the system call. */
+    int (*open)(void *ctx, struct perf_event_attr *attr, pid_t tid);
+    void *ctx;
+    void (*log)(void *opaque, const char *msg);
+    void *opaque;
+} HelperServerOpts;
+
+#define HELPER_RATE_DEFAULT     64
+#define HELPER_BURST_DEFAULT    128
+#define HELPER_MAX_THREADS      64      /* vCPU threads tracked per client */
+
+typedef struct HelperThread {
+    pid_t tid;
+    unsigned events;            /* opened and not released */
+} HelperThread;
+
+typedef struct HelperStats {
+    uint64_t requests, opens, refusals, releases;
+} HelperStats;
+
+/* One client connection. */
+typedef struct HelperConn {
+    int fd;
+    pid_t pid;                  /* SO_PEERCRED */
+    uid_t uid;
+    char vm[64];
+    bool cgroup;
+    bool have_policy;
+    HelperPolicy policy;
+    char no_policy[160];        /* why not, when !have_policy */
+    double tokens;              /* rate limit: OPENs left */
+    uint64_t refill_ns;         /* when tokens were last refilled */
+    HelperThread threads[HELPER_MAX_THREADS];
+    unsigned nr_threads;
+    HelperStats stats;
+} HelperConn;
+
+/* Take a connected socket: its peer, the peer's VM and policy. */
+int helper_conn_init(HelperConn *c, int fd, const HelperServerOpts *o);
+/*
+ * Serve one message.  Return: 0 to go on; -ECONNRESET when the peer hung
+ * up, or another -errno of the socket: close the connection.
+ */
+int helper_conn_serve(HelperConn *c, const HelperServerOpts *o);
+/* Close the socket and free the policy. */
+void helper_conn_close(HelperConn *c);
+
+#endif /* VPMU_HELPER_SERVER_H */

@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * One vpmu-helper client connection: who the peer is (SO_PEERCRED, then
+ * its VM and that VM's policy), and the answer to each message
+ * (helper-proto.h).  Every request that is not granted is refused with
+ * its reason, and the connection stays up; only a socket error ends it.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vpmu/perf.h>
+
+#include "helper-server.h"
+#include "vpmu-log.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void logf_conn(const HelperServerOpts *o, const HelperConn *c,
+                      const char *what)
+{
+    char msg[320];
+
+    if (o->log) {
+        snprintf(msg, sizeof(msg), "vpmu-helper: pid %d (VM '%s'): %s",
+                 (int)c->pid, c->vm, what);
+        o->log(o->opaque, msg);
+    }
+}
+
+int helper_conn_init(HelperConn *c, int fd, const HelperServerOpts *o)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    char why[sizeof(c->no_policy)];
+    int r;
+
+    memset(c, 0, sizeof(*c));
+    c->fd = fd;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        return -errno;
+    }
+    c->pid = cred.pid;
+    c->uid = cred.uid;
+    c->tokens = o->burst;
+    c->refill_ns = now_ns();
+    r = helper_vm_identity(o->proc, c->pid, c->vm, sizeof(c->vm),
+                           &c->cgroup);
+    if (r < 0) {
+        c->vm[0] = '\0';
+    }
+    r = helper_policy_load(o->policy_dir, c->vm, &c->policy, why,
+                           sizeof(why));
+    if (r < 0) {
+        snprintf(c->no_policy, sizeof(c->no_policy), "%s", why);
+        logf_conn(o, c, why);
+    }
+    c->have_policy = r == 0;
+    return 0;
+}
+
+void helper_conn_close(HelperConn *c)
+{
+    if (c->fd >= 0) {
+        close(c->fd);
+    }
+    c->fd = -1;
+    helper_policy_clear(&c->policy);
+}
+
+/* Send @reply (its status and message filled), with @fd if >= 0. */
+static int send_reply(HelperConn *c, VpmuHelperReply *reply, size_t size,
+                      int fd)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = { .iov_base = reply, .iov_len = size };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+    ssize_t n;
+
+    reply->hdr.magic = VPMU_HELPER_MAGIC;
+    reply->hdr.version = VPMU_HELPER_VERSION;
+    reply->hdr.size = size;
+    if (fd >= 0) {
+        struct cmsghdr *cm;
+
+        memset(&ctl, 0, sizeof(ctl));
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = sizeof(ctl.buf);
+        cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    /* A client that does not read its replies is not waited for. */
+    do {
+        n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    return n < 0 ? -errno : 0;
+}
+
+__attribute__((format(printf, 5, 6)))
+static int refuse(HelperConn *c, const HelperServerOpts *o,
+                  const VpmuHelperHdr *req, int status, const char *fmt, ...)
+{
+    VpmuHelperReply reply = { .hdr = *req, .status = status };
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(reply.message, sizeof(reply.message), fmt, ap);
+    va_end(ap);
+    c->stats.refusals++;
+    logf_conn(o, c, reply.message);
+    return send_reply(c, &reply, sizeof(reply), -1);
+}
+
+static HelperThread *thread_of(HelperConn *c, pid_t tid, bool add)
+{
+    for (unsigned i = 0; i < c->nr_threads; i++) {
+        if (c->threads[i].tid == tid) {
+            return &c->threads[i];
+        }
+    }
+    if (!add || c->nr_threads == HELPER_MAX_THREADS) {
+        return NULL;
+    }
+    c->threads[c->nr_threads] = (HelperThread){ .tid = tid };
+    return &c->threads[c->nr_threads++];
+}
+
+/* Is @tid a thread of the peer process (/proc/TID/status Tgid)? */
+static bool peer_thread(const HelperConn *c, const HelperServerOpts *o,
+                        pid_t tid)
+{
+    char path[64], buf[1024];
+    const char *tgid;
+    FILE *f;
+    size_t n;
+
+    if (tid <= 0) {
+        return false;
+    }
+    snprintf(path, sizeof(path), "%s/%d/status", o->proc, (int)tid);
+    f = fopen(path, "re");
+    if (!f) {
+        return false;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    tgid = strstr(buf, "\nTgid:");
+    return tgid && strtol(tgid + 6, NULL, 10) == c->pid;
+}
+
+/* A token of the client's rate: refilled at o->rate per second. */
+static bool take_token(HelperConn *c, const HelperServerOpts *o)
+{
+    uint64_t t = now_ns();
+
+    c->tokens += (double)(t - c->refill_ns) * o->rate / 1e9;
+    if (c->tokens > o->burst) {
+        c->tokens = o->burst;
+    }
+    c->refill_ns = t;
+    if (c->tokens < 1) {
+        return false;
+    }
+    c->tokens -= 1;
+    return true;
+}
+
+static int sys_open(const HelperServerOpts *o, struct perf_event_attr *attr,
+                    pid_t tid)
+{
+    long fd;
+
+    if (o->open) {
+        return o->open(o->ctx, attr, tid);
+    }
+    fd = syscall(SYS_perf_event_open, attr, tid, -1, -1,
+                 PERF_FLAG_FD_CLOEXEC);
+    return fd < 0 ? -errno : (int)fd;
+}
+
+/* The policy's verdict on an event the perf source builds: 0 or refused. */
+static int check_policy(HelperConn *c, const HelperServerOpts *o,
+                        const VpmuHelperOpen *req, const VpmuPerfAttrInfo *ev)
+{
+    const HelperPolicy *p = &c->policy;
+    uint64_t code = ev->raw_config;
+
+    if (!ev->clock && !ev->exclude_host) {
+        return refuse(c, o, &req->hdr, -EPERM, "exclude_host is required "
+                      "(the event would count the host too)");
+    }
+    if (ev->pinned != p->pinned) {
+        return refuse(c, o, &req->hdr, -EPERM, "the policy of VM '%s' "
+                      "wants %s events", c->vm,
+                      p->pinned ? "pinned" : "multiplexed (not pinned)");
+    }
+    if (ev->event == VPMU_EVENT_RAW && !p->raw) {
+        return refuse(c, o, &req->hdr, -EACCES, "raw event 0x%llx: the "
+                      "policy of VM '%s' allows no raw events",
+                      (unsigned long long)code, c->vm);
+    }
+    if (ev->event != VPMU_EVENT_RAW &&
+        vpmu_arch_event_encoding(vpmu_perf_host_vendor(), ev->event,
+                                 &code) < 0) {
+        return refuse(c, o, &req->hdr, -EACCES, "architectural event %d has "
+                      "no encoding on this host", (int)ev->event);
+    }
+    if (p->filter && !vpmu_filter_allows_event(p->filter, code)) {
+        return refuse(c, o, &req->hdr, -EACCES, "event 0x%llx denied by "
+                      "the policy of VM '%s'", (unsigned long long)code,
+                      c->vm);
+    }
+    return 1;
+}
+
+static int serve_open(HelperConn *c, const HelperServerOpts *o,
+                      const VpmuHelperOpen *req)
+{
+    VpmuHelperReply reply = { .hdr = req->hdr };
+    struct perf_event_attr attr = req->attr;
+    VpmuPerfAttrInfo ev;
+    HelperThread *t;
+    int fd, r;
+
+    if (!c->have_policy) {
+        return refuse(c, o, &req->hdr, -EACCES, "%s", c->no_policy);
+    }
+    if (!take_token(c, o)) {
+        return refuse(c, o, &req->hdr, -EAGAIN, "too many requests: at "
+                      "most %u a second", o->rate);
+    }
+    if (!peer_thread(c, o, req->tid)) {
+        return refuse(c, o, &req->hdr, -EPERM, "thread %d is not one of "
+                      "process %d", (int)req->tid, (int)c->pid);
+    }
+    if (vpmu_perf_attr_parse(&attr, &ev) < 0) {
+        return refuse(c, o, &req->hdr, -EINVAL, "not an event vpmu's perf "
+                      "source makes (type %u, config 0x%llx)", attr.type,
+                      (unsigned long long)attr.config);
+    }
+    r = check_policy(c, o, req, &ev);
+    if (r <= 0) {
+        return r;
+    }
+    t = thread_of(c, req->tid, true);
+    /* The guest's GP and fixed counters, and the source's probe. */
+    if (!t || t->events >= c->policy.counters + VPMU_INTEL_V5_MAX_FIXED + 1) {
+        return refuse(c, o, &req->hdr, -EBUSY, "thread %d holds %u events, "
+                      "the most the policy of VM '%s' allows", (int)req->tid,
+                      t ? t->events : 0, c->vm);
+    }
+    fd = sys_open(o, &attr, req->tid);
+    if (fd < 0) {
+        return refuse(c, o, &req->hdr, fd, "perf_event_open: %s",
+                      strerror(-fd));
+    }
+    /* The thread may have exited and its id gone to another process. */
+    if (!peer_thread(c, o, req->tid)) {
+        close(fd);
+        return refuse(c, o, &req->hdr, -EPERM, "thread %d is not one of "
+                      "process %d", (int)req->tid, (int)c->pid);
+    }
+    r = send_reply(c, &reply, sizeof(reply), fd);
+    close(fd);
+    if (r == 0) {
+        t->events++;
+        c->stats.opens++;
+    }
+    return r;
+}
+
+static int serve_release(HelperConn *c, const HelperServerOpts *o,
+                         const VpmuHelperOpen *req)
+{
+    VpmuHelperReply reply = { .hdr = req->hdr };
+    HelperThread *t = thread_of(c, req->tid, false);
+
+    if (!t || !t->events) {
+        return refuse(c, o, &req->hdr, -ENOENT, "thread %d holds no event "
+                      "of this connection", (int)req->tid);
+    }
+    t->events--;
+    c->stats.releases++;
+    return send_reply(c, &reply, sizeof(reply), -1);
+}
+
+static int serve_hello(HelperConn *c, const HelperServerOpts *o,
+                       const VpmuHelperHdr *req)
+{
+    VpmuHelperHello hello = { .r.hdr = *req };
+
+    if (!c->have_policy) {
+        return refuse(c, o, req, -EACCES, "%s", c->no_policy);
+    }
+    snprintf(hello.vm, sizeof(hello.vm), "%s", c->vm);
+    snprintf(hello.events, sizeof(hello.events), "%s", c->policy.events);
+    hello.counters = c->policy.counters;
+    hello.flags = (c->policy.pinned ? VPMU_HELPER_POLICY_PINNED : 0) |
+                  (c->policy.raw ? VPMU_HELPER_POLICY_RAW : 0) |
+                  (c->cgroup ? VPMU_HELPER_POLICY_CGROUP : 0);
+    return send_reply(c, &hello.r, sizeof(hello), -1);
+}
+
+/* The header's verdict: 0, or the refusal already sent (> 0 is never). */
+static int check_header(HelperConn *c, const HelperServerOpts *o,
+                        const VpmuHelperHdr *h, size_t n, bool trunc)
+{
+    VpmuHelperHdr none = { 0 };
+    size_t want;
+
+    if (n < sizeof(*h)) {
+        refuse(c, o, &none, -EPROTO, "short message (%zu bytes)", n);
+        return -EPROTO;
+    }
+    if (h->magic != VPMU_HELPER_MAGIC) {
+        refuse(c, o, &none, -EPROTO, "not a vpmu-helper message");
+        return -EPROTO;
+    }
+    if (h->version != VPMU_HELPER_VERSION) {
+        refuse(c, o, h, -EPROTONOSUPPORT, "protocol version %u; this "
+               "helper speaks %u", h->version, VPMU_HELPER_VERSION);
+        return -EPROTO;
+    }
+    want = h->type == VPMU_HELPER_HELLO ? sizeof(VpmuHelperHdr)
+         : h->type == VPMU_HELPER_OPEN || h->type == VPMU_HELPER_RELEASE
+           ? sizeof(VpmuHelperOpen) : 0;
+    if (!want) {
+        refuse(c, o, h, -EPROTO, "unknown message type %u", h->type);
+        return -EPROTO;
+    }
+    if (trunc || h->size != n || n != want) {
+        refuse(c, o, h, -EMSGSIZE, "message of %zu bytes%s, type %u takes "
+               "%zu", n, trunc ? " or more" : "", h->type, want);
+        return -EPROTO;
+    }
+    return 0;
+}
+
+int helper_conn_serve(HelperConn *c, const HelperServerOpts *o)
+{
+    union {
+        VpmuHelperHdr hdr;
+        VpmuHelperOpen open;
+        char buf[VPMU_HELPER_MSG_MAX];
+    } m;
+    ssize_t n;
+
+    /* No control buffer: fds a client sends along are dropped (closed). */
+    do {
+        n = recv(c->fd, &m, sizeof(m), MSG_TRUNC);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        return n == 0 ? -ECONNRESET : -errno;
+    }
+    c->stats.requests++;
+    if (check_header(c, o, &m.hdr, (size_t)n < sizeof(m) ? (size_t)n
+                                                         : sizeof(m),
+                     (size_t)n > sizeof(m)) < 0) {
+        return 0;
+    }
+    if (m.hdr.type != VPMU_HELPER_HELLO && m.open.reserved != 0) {
+        return refuse(c, o, &m.hdr, -EPROTO, "reserved field is not 0");
+    }
+    switch (m.hdr.type) {
+    case VPMU_HELPER_HELLO:
+        return serve_hello(c, o, &m.hdr);
+    case VPMU_HELPER_OPEN:
+        return serve_open(c, o, &m.open);
+    default:
+        return serve_release(c, o, &m.open);
+    }
+}
