@@ -163,8 +163,12 @@ static bool peer_thread(const HelperConn *c, const HelperServerOpts *o,
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
-    tgid = strstr(buf, "\nTgid:");
-    return tgid && strtol(tgid + 6, NULL, 10) == c->pid;
+    /* "Tgid:" starts a line; /proc has "Name:" before it. */
+    tgid = strncmp(buf, "Tgid:", 5) == 0 ? buf : strstr(buf, "\nTgid:");
+    if (tgid && *tgid == '\n') {
+        tgid++;
+    }
+    return tgid && strtol(tgid + 5, NULL, 10) == c->pid;
 }
 
 /* A token of the client's rate: refilled at o->rate per second. */

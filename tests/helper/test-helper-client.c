@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The vpmu-helper client in libvpmu (include/vpmu/helper.h) against the
+ * helper's server code in a child process on a real socket (made-up
+ * /proc, fake perf_event_open handing out /dev/null): connect and hello,
+ * opens through the perf source's VpmuPerfSys, a refusal and its reason,
+ * a helper that is down (only that open fails) and one that comes back
+ * (the next open connects again), and the release a close sends.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <vpmu/helper.h>
+
+#include "helper-server.h"
+#include "helper-test.h"
+
+static char dir[] = "/tmp/vpmu-cli-XXXXXX";
+static char sock[128], proc[160];
+static pid_t server = -1;
+
+static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t tid)
+{
+    return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* The helper: serve one client after another until killed. */
+static void serve(int lfd)
+{
+    HelperServerOpts o = { .policy_dir = dir, .proc = proc, .rate = 100,
+                           .burst = 100, .open = fake_open };
+
+    for (;;) {
+        HelperConn c;
+        int fd = accept(lfd, NULL, NULL);
+
+        if (fd < 0 || helper_conn_init(&c, fd, &o) < 0) {
+            _exit(1);
+        }
+        while (helper_conn_serve(&c, &o) == 0) {
+        }
+        helper_conn_close(&c);
+    }
+}
+
+static void start_server(void)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+    strcpy(sa.sun_path, sock);
+    unlink(sock);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(lfd, 4), 0);
+    server = fork();
+    if (server == 0) {
+        serve(lfd);             /* no ck_assert here: Check's channel */
+    }
+    ck_assert_int_gt(server, 0);
+    close(lfd);
+}
+
+static void stop_server(void)
+{
+    if (server > 0) {
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+    }
+    server = -1;
+    unlink(sock);
+}
+
+static void setup(void)
+{
+    char sub[200], status[64];
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(sock, sizeof(sock), "%s/helper.sock", dir);
+    snprintf(proc, sizeof(proc), "%s/proc", dir);
+    snprintf(sub, sizeof(sub), "%s/%d", proc, (int)getpid());
+    ck_assert_int_eq(mkdir(proc, 0700), 0);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    write_file(sub, "cgroup", "0::/machine.slice/machine-qemu\\x2d1\\x2d"
+               "web.scope\n");
+    write_file(sub, "cmdline", "");
+    snprintf(status, sizeof(status), "Tgid:\t%d\n", (int)getpid());
+    write_file(sub, "status", status);
+    write_file(dir, "web.conf", "events = allow 0xc0\ncounters = 3\n"
+               "raw = yes\n");
+    start_server();
+}
+
+static void teardown(void)
+{
+    stop_server();
+    remove_tree(dir);
+    strcpy(dir, "/tmp/vpmu-cli-XXXXXX");
+}
+
+/* Instructions, both CPLs, under KVM, as the perf source builds them. */
+static struct perf_event_attr insn(void)
+{
+    struct perf_event_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.size = sizeof(a);
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = PERF_COUNT_HW_INSTRUCTIONS;
+    a.disabled = 1;
+    a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                    PERF_FORMAT_TOTAL_TIME_RUNNING;
+    a.sample_period = 1000;
+    a.exclude_hv = 1;
+    a.exclude_host = 1;
+    return a;
+}
+
+START_TEST(test_connect)
+{
+    VpmuHelperPolicy p;
+    VpmuHelperStats st;
+    VpmuHelper *h;
+    char err[200] = "";
+
+    ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)), 0);
+    vpmu_helper_policy(h, &p);
+    ck_assert_str_eq(p.vm, "web");
+    ck_assert_str_eq(p.events, "allow 0xc0");
+    ck_assert_uint_eq(p.counters, 3);
+    ck_assert(p.raw && !p.pinned && p.cgroup);
+    vpmu_helper_stats(h, &st);
+    ck_assert_uint_eq(st.connects, 1);
+    vpmu_helper_free(h);
+}
+END_TEST
+
+START_TEST(test_connect_fails)
+{
+    VpmuHelper *h = (VpmuHelper *)1;
+    char err[200] = "", want[240];
+
+    stop_server();
+    ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)),
+                     -ENOENT);
+    ck_assert_ptr_null(h);
+    snprintf(want, sizeof(want), "vpmu-helper %s: No such file or directory",
+             sock);
+    ck_assert_str_eq(err, want);
+    ck_assert_int_eq(vpmu_helper_connect("", &h, err, sizeof(err)), -EINVAL);
+    ck_assert_str_eq(err, "vpmu-helper: socket path '' is empty or too long");
+}
+END_TEST
+
+START_TEST(test_open_and_refusal)
+{
+    struct perf_event_attr a = insn();
+    VpmuHelperStats st;
+    VpmuPerfSys sys;
+    VpmuHelper *h;
+    char err[200];
+    int fd;
+
+    ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)), 0);
+    vpmu_helper_perf_sys(h, &sys);
+    fd = sys.open(sys.ctx, &a, getpid(), -1, -1, 0);
+    vpmu_helper_stats(h, &st);
+    ck_assert_msg(fd >= 0, "%d: %s", fd, st.last_message);
+    ck_assert_int_eq(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+    ck_assert_int_eq(sys.close(sys.ctx, fd), 0);
+    a.config = PERF_COUNT_HW_CACHE_MISSES;
+    ck_assert_int_eq(sys.open(sys.ctx, &a, getpid(), -1, -1, 0), -EACCES);
+    /* Only per thread, on every CPU, with no group: refused at home. */
+    a = insn();
+    ck_assert_int_eq(sys.open(sys.ctx, &a, getpid(), 0, -1, 0), -EINVAL);
+    vpmu_helper_stats(h, &st);
+    ck_assert_uint_eq(st.opens, 1);
+    ck_assert_uint_eq(st.refusals, 1);
+    ck_assert_int_eq(st.last_error, -EACCES);
+    ck_assert(strncmp(st.last_message, "event 0x", 8) == 0);
+    ck_assert(strstr(st.last_message, "denied by the policy of VM 'web'"));
+    vpmu_helper_free(h);
+}
+END_TEST
+
+/* Down: that open fails, with why.  Back: the next one connects again. */
+START_TEST(test_restart)
+{
+    struct perf_event_attr a = insn();
+    VpmuHelperStats st;
+    VpmuPerfSys sys;
+    VpmuHelper *h;
+    char err[200], want[240];
+    int fd;
+
+    ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)), 0);
+    vpmu_helper_perf_sys(h, &sys);
+    stop_server();
+    ck_assert_int_eq(sys.open(sys.ctx, &a, getpid(), -1, -1, 0),
+                     -ENOTCONN);
+    vpmu_helper_stats(h, &st);
+    ck_assert_uint_eq(st.failures, 1);
+    ck_assert_int_eq(st.last_error, -ENOTCONN);
+    snprintf(want, sizeof(want), "vpmu-helper %s: No such file or directory",
+             sock);
+    ck_assert_str_eq(st.last_message, want);
+    start_server();
+    fd = sys.open(sys.ctx, &a, getpid(), -1, -1, 0);
+    ck_assert_int_ge(fd, 0);
+    vpmu_helper_stats(h, &st);
+    ck_assert_uint_eq(st.connects, 2);
+    ck_assert_uint_eq(st.opens, 1);
+    ck_assert_int_eq(sys.close(sys.ctx, fd), 0);
+    vpmu_helper_free(h);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("helper-client");
+    TCase *tc = tcase_create("client");
+
+    signal(SIGPIPE, SIG_IGN);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_connect);
+    tcase_add_test(tc, test_connect_fails);
+    tcase_add_test(tc, test_open_and_refusal);
+    tcase_add_test(tc, test_restart);
+    suite_add_tcase(s, tc);
+    return helper_run_suite(s);
+}
