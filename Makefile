@@ -6,6 +6,8 @@
 #   make demo    boot a Linux guest under QEMU TCG that runs perf through vpmu
 #   make bench   build and run the benchmarks (MSR, perf, ring buffer, KVM)
 #   make qemu    build QEMU 7.2 + qemu-patches/ with libvpmu (docs/qemu.md)
+#   make install libvpmu, vpmu-helper and its units, the QEMU binary, docs
+#                (PREFIX=/usr/local, DESTDIR=; docs/helper.md)
 #   make clean   remove build/, build-asan/ and the test logs
 #
 # make check RUNS="plain asan" runs a subset; V=1 shows every test's output.
@@ -15,12 +17,15 @@ RUNS ?=
 
 # Targets run in the order written (deps before build before run).
 .NOTPARALLEL:
-.PHONY: all help deps build check demo bench qemu clean
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+.PHONY: all help deps build check demo bench qemu install clean
 
 all: build
 
 help:
-	@sed -n '3,11s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,13s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 deps:
 	@scripts/install-deps.sh
@@ -55,6 +60,20 @@ bench: build
 # (VPMU_CACHE) against libvpmu; the binary lands in build/qemu/.
 qemu:
 	@scripts/build-qemu.sh
+
+# meson installs libvpmu, its headers and pkg-config file, vpmu-helper,
+# its systemd units and default policy, and the docs; then the QEMU binary
+# of make qemu (its firmware path is built in: no -L needed).
+install: build
+	$(MESON) configure build -Dprefix=$(PREFIX)
+	$(MESON) install -C build --destdir "$(DESTDIR)"
+	@if [ -x build/qemu/qemu-system-x86_64 ]; then \
+	    install -D -m 0755 build/qemu/qemu-system-x86_64 \
+	        "$(DESTDIR)$(PREFIX)/bin/qemu-system-x86_64"; \
+	else \
+	    echo "make install: no build/qemu/qemu-system-x86_64 (run make qemu): QEMU not installed" >&2; \
+	    exit 1; \
+	fi
 
 clean:
 	rm -rf build build-asan build-testlogs

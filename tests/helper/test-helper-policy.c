@@ -135,6 +135,27 @@ START_TEST(test_load)
 }
 END_TEST
 
+/* The default policy make install puts in /etc/vpmu-helper. */
+START_TEST(test_shipped_default)
+{
+    HelperPolicy p;
+    char err[400] = "";
+
+    ck_assert_int_eq(helper_policy_load(HELPER_SRCDIR, "any-vm", &p, err,
+                                        sizeof(err)), 0);
+    ck_assert_uint_eq(p.counters, 4);
+    ck_assert(!p.pinned && !p.raw);
+    /* The architectural events of both vendors, nothing else. */
+    ck_assert(vpmu_filter_allows_event(p.filter, 0x3c));     /* cycles */
+    ck_assert(vpmu_filter_allows_event(p.filter, 0x76));     /* AMD cycles */
+    ck_assert(vpmu_filter_allows_event(p.filter, 0x13c));    /* ref-cycles */
+    ck_assert(vpmu_filter_allows_event(p.filter, 0x4f2e));   /* LLC refs */
+    ck_assert(!vpmu_filter_allows_event(p.filter, 0x1c4));   /* umask 1 */
+    ck_assert(!vpmu_filter_allows_event(p.filter, 0xd1));    /* AMD Zen */
+    helper_policy_clear(&p);
+}
+END_TEST
+
 /* /proc/PID/{cgroup,cmdline} of a made-up process, and its name. */
 #define CMD(s) s, sizeof(s) - 1
 static const struct {
@@ -196,6 +217,7 @@ int main(void)
     tcase_add_loop_test(tc, test_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
     tcase_add_test(tc, test_events_too_long);
     tcase_add_test(tc, test_load);
+    tcase_add_test(tc, test_shipped_default);
     tcase_add_loop_test(tc, test_identity, 0,
                         (int)(sizeof(ids) / sizeof(ids[0])));
     suite_add_tcase(s, tc);
