@@ -14,6 +14,8 @@
 #include <vpmu/pmu.h>
 #include <vpmu/source.h>
 
+#include "check-main.h"
+
 static VpmuFakeSource *fake;
 static VpmuPmu *pmu;
 
@@ -239,17 +241,11 @@ int main(void)
 {
     Suite *s = suite_create("msr-info");
     TCase *tc = tcase_create("map");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_intel);
     tcase_add_test(tc, test_amd);
     tcase_add_test(tc, test_spans);
     tcase_add_test(tc, test_counter_msrs);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

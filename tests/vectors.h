@@ -16,6 +16,8 @@
 
 #include <vpmu/vpmu.h>
 
+#include "check-main.h"
+
 #define SRC_LINE .line = __LINE__
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -106,18 +108,6 @@ static inline bool in_spans(const VpmuMsrSpan *s, size_t n, uint32_t msr)
         }
     }
     return false;
-}
-
-/* Every suite's main(): run, print Check's summary, exit 0 only if green. */
-static inline int run_suite(Suite *s)
-{
-    SRunner *sr = srunner_create(s);
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 #endif /* VPMU_TESTS_VECTORS_H */

@@ -18,13 +18,18 @@
 #   QEMU_EXTRA    more QEMU arguments
 #
 # Every payload runs twice, without -icount and with -icount shift=0: the
-# exact counts must hold in both.  A run passes when the payload exits
-# through isa-debug-exit with code 0 (QEMU status 0 * 2 + 1 = 1).
-# Exit status: 0 if every run passed, 1 otherwise.
+# exact counts must hold in both.  Prints one TAP stream: each run's lines,
+# renumbered, with "pmu-VENDOR MODE: " in front, then a line of its own per
+# run: the payload ran to the end (isa-debug-exit with code 0, QEMU status
+# 0 * 2 + 1 = 1, or 1 after failed checks) and printed its whole plan.
+# Exit status 0 once TAP is out (failures are "not ok" lines), 2 on a
+# usage error or without QEMU.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=../tap.sh
+. "$here/../tap.sh"
 outdir=${O:-$here}
 timeout_s=60
 qemu=${QEMU:-}
@@ -34,7 +39,7 @@ while getopts "q:O:t:h" opt; do
     q) qemu=$OPTARG ;;
     O) outdir=$OPTARG ;;
     t) timeout_s=$OPTARG ;;
-    *) sed -n '2,23s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '2,26s/^# \{0,1\}//p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -71,10 +76,11 @@ explain() {
     esac
 }
 
-# run_one VENDOR MODE: boot one payload, print its TAP, return 0 on pass.
+# run_one VENDOR MODE: boot one payload, print its TAP lines and one of
+# this script's own.
 run_one() {
-    local vendor=$1 mode=$2 cpu append elf log status
-    local icount=()
+    local vendor=$1 mode=$2 cpu append elf log status failed plan lines
+    local icount=() name="pmu-$1 $2"
     if [ "$vendor" = intel ]; then
         cpu=${INTEL_CPU:-Skylake-Client,pmu=on}
         append=${INTEL_APPEND:-}
@@ -86,8 +92,8 @@ run_one() {
     elf=$outdir/pmu-$vendor.elf
     log=$outdir/pmu-$vendor.$mode
     if [ ! -f "$elf" ]; then
-        echo "run.sh: $elf missing (make -C $here O=$outdir)" >&2
-        return 1
+        tap 1 "$name: $elf missing (make -C $here O=$outdir)"
+        return
     fi
     echo "# ---- pmu-$vendor, -cpu $cpu, ${icount[*]:-no -icount}"
     # shellcheck disable=SC2086  # QEMU_EXTRA is a word list on purpose
@@ -97,31 +103,33 @@ run_one() {
         -kernel "$elf" -append "$append" ${QEMU_EXTRA:-} \
         >"$log.tap" 2>"$log.stderr" </dev/null
     status=$?
-    cat "$log.tap"
+    failed=$TAP_FAILED
+    tap_copy "$name: " "$log.tap"
+    failed=$((TAP_FAILED - failed))
     if [ $status -ne 1 ]; then
         grep -v "TCG doesn't support requested feature" "$log.stderr" | \
             sed 's/^/# qemu: /'
     fi
-    echo "# ---- pmu-$vendor $mode: $(explain $status)"
-    [ $status -eq 1 ]
+    plan=$(tr -d '\r' <"$log.tap" | sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' | tail -n1)
+    lines=$(tr -d '\r' <"$log.tap" | grep -cE '^(not )?ok ')
+    # Status 3 (checks failed) is right only with failed lines to show.
+    { [ $status -eq 1 ] && [ $failed -eq 0 ]; } ||
+        { [ $status -eq 3 ] && [ $failed -gt 0 ]; }
+    [ $? -eq 0 ] && [ "$plan" = "$lines" ]
+    tap $? "$name: ran to the end, plan 1..${plan:-?} for $lines lines ($(explain $status))"
 }
 
-fails=0
-summary=()
 for v in "${vendors[@]}"; do
     case $v in
     intel|amd) ;;
     *) echo "run.sh: unknown payload '$v' (intel, amd)" >&2; exit 2 ;;
     esac
+done
+tap_begin
+echo "# $qemu"
+for v in "${vendors[@]}"; do
     for mode in tcg icount; do
-        if run_one "$v" "$mode"; then
-            summary+=("PASS pmu-$v $mode")
-        else
-            summary+=("FAIL pmu-$v $mode")
-            fails=$((fails + 1))
-        fi
+        run_one "$v" "$mode"
     done
 done
-echo "# ==== $qemu"
-printf '# %s\n' "${summary[@]}"
-[ $fails -eq 0 ]
+tap_end

@@ -4,15 +4,17 @@
 # checks of its own: the payload ran to the end, RDPMC behaves as the host
 # KVM allows (QEMU's startup line), QMP query-vpmu reports the KVM vCPU.
 #
-#   guest-tests/kvm/run.sh            exit 0 all passed, 1 a failure,
-#                                     77 skipped (no /dev/kvm, KVM caps,
-#                                     or a QEMU without vpmu=on)
+#   guest-tests/kvm/run.sh    one TAP stream (guest-tests/tap.sh), exit 0;
+#                             "1..0 # SKIP <why>" without /dev/kvm, KVM
+#                             caps, a QEMU with vpmu=on or an Intel host
 # Environment: QEMU (default build/qemu/qemu-system-x86_64, make qemu),
 # VPMU_BUILD (default build/): the payload goes to $VPMU_BUILD/guest-kvm.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=../tap.sh
+. "$HERE/../tap.sh"
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${VPMU_BUILD:-$ROOT/build}/guest-kvm
 # What pmu-test.c expects (NR_GP, NR_FIXED, WIDTH there).
@@ -22,8 +24,7 @@ OUT=${VPMU_BUILD:-$ROOT/build}/guest-kvm
 CPU="host,pmu=on,pmu-version=2,pmu-gp-counters=4,pmu-fixed-counters=3,pmu-width=48,-arch-capabilities"
 
 skip() {
-    echo "SKIP $*"
-    exit 77
+    tap_skip_all "$@"
 }
 
 [ -x "$QEMU" ] || skip "no QEMU at $QEMU (make qemu)"
@@ -31,11 +32,10 @@ skip() {
 command -v python3 >/dev/null || skip "python3 (QMP client) not found"
 
 mkdir -p "$OUT"
+tap_begin
 if ! make -s -C "$HERE" OUT="$OUT" >"$OUT/make.log" 2>&1; then
-    cat "$OUT/make.log"
-    echo "not ok 1 - build the payload"
-    echo "1..1"
-    exit 1
+    tap 1 "build the payload" "$(cat "$OUT/make.log")"
+    tap_end
 fi
 
 QEMU_ARGS=(-L /usr/share/qemu -L /usr/share/seabios -machine pc
@@ -56,6 +56,7 @@ check_refusal() {
     if grep -q "has no vPMU model" "$err"; then
         skip "host CPU vendor is neither Intel nor AMD"
     fi
+    return 0
 }
 
 timeout 120 "$QEMU" "${QEMU_ARGS[@]}" -serial stdio -bios "$OUT/payload.bin" \
@@ -63,45 +64,32 @@ timeout 120 "$QEMU" "${QEMU_ARGS[@]}" -serial stdio -bios "$OUT/payload.bin" \
 status=$?
 check_refusal "$OUT/qemu.err"
 
-fail=0
-n=0
-cat "$OUT/tap.out"
-n=$(grep -cE '^(not )?ok [0-9]+' "$OUT/tap.out")
-fail=$(grep -cE '^not ok [0-9]+' "$OUT/tap.out")
-
-t() {   # t COND NAME: one TAP line of run.sh's own
-    n=$((n + 1))
-    if [ "$1" = 1 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        fail=$((fail + 1))
-    fi
-}
-
 if [ -s "$OUT/qemu.err" ]; then
     sed 's/^/# qemu: /' "$OUT/qemu.err"
 fi
+# The payload skips on a host it cannot check (not an Intel CPU).
 if grep -q '^# SKIP' "$OUT/tap.out"; then
     skip "$(sed -n 's/^# SKIP: //p' "$OUT/tap.out")"
 fi
+tap_copy "" "$OUT/tap.out"
+fail=$TAP_FAILED
 done_line=$(grep -c '^# done: ' "$OUT/tap.out")
 # isa-debug-exit: status (failures << 1) | 1.
-t "$([ "$done_line" = 1 ] && [ "$status" = $(( (fail << 1) | 1 )) ] && echo 1)" \
-    "payload ran to the end (exit status $status, payload failures $fail)"
+[ "$done_line" = 1 ] && [ "$status" = $(( (fail << 1) | 1 )) ]
+tap $? "payload ran to the end (exit status $status, payload failures $fail)"
 
 # RDPMC never exits: KVM answers it, or gives #GP without a vPMU of its
 # own, which QEMU must have said at startup, in one line.
 novpmu=$(grep -c 'KVM has no vPMU' "$OUT/qemu.err")
 if grep -qx '# rdpmc: #GP' "$OUT/tap.out"; then
-    t "$([ "$novpmu" = 1 ] && echo 1)" \
-        "RDPMC took #GP and QEMU said once that the host KVM has no vPMU"
+    [ "$novpmu" = 1 ]
+    tap $? "RDPMC took #GP and QEMU said once that the host KVM has no vPMU"
 else
-    t "$([ "$novpmu" = 0 ] && grep -qx '# rdpmc: value' "$OUT/tap.out" && echo 1)" \
-        "RDPMC served by KVM and QEMU did not claim the host KVM has no vPMU"
+    [ "$novpmu" = 0 ] && grep -qx '# rdpmc: value' "$OUT/tap.out"
+    tap $? "RDPMC served by KVM and QEMU did not claim the host KVM has no vPMU"
 fi
-t "$(grep -c 'no hardware PMU' "$OUT/qemu.err" | grep -qx '[01]' && echo 1)" \
-    "the no-hardware-PMU notice, if any, is one line"
+grep -c 'no hardware PMU' "$OUT/qemu.err" | grep -qx '[01]'
+tap $? "the no-hardware-PMU notice, if any, is one line"
 
 # QMP query-vpmu on stopped KVM vCPUs (-smp 2): 4 GP + 3 fixed, Intel.
 sock="$OUT/qmp.sock"
@@ -142,10 +130,8 @@ EOF
 )
 wait "$qpid" 2>/dev/null
 echo "# query-vpmu: $qmp (vCPUs, vendor, GP, fixed)"
-t "$([ "$qmp" = "2 intel 4 3" ] && echo 1)" \
-    "QMP query-vpmu reports both KVM vCPUs' PMU (intel, 4 GP, 3 fixed)"
-t "$([ "$(grep -c 'KVM has no vPMU' "$OUT/qmp-qemu.out")" = "$novpmu" ] && echo 1)" \
-    "with 2 vCPUs, the startup notices are still one line each"
-
-echo "1..$n"
-[ "$fail" = 0 ] && [ "$n" -gt 0 ]
+[ "$qmp" = "2 intel 4 3" ]
+tap $? "QMP query-vpmu reports both KVM vCPUs' PMU (intel, 4 GP, 3 fixed)"
+[ "$(grep -c 'KVM has no vPMU' "$OUT/qmp-qemu.out")" = "$novpmu" ]
+tap $? "with 2 vCPUs, the startup notices are still one line each"
+tap_end

@@ -16,17 +16,20 @@
 #
 # Environment: QEMU, IMAGE, TIMEOUT, REQUIRE_PMU as for run-guest.sh;
 # KERNEL defaults to vmlinux when the image has it (PVH boot, faster).
-# VERBOSE=1 streams the guests' serial output.  The logs are kept in
-# LOGDIR (default IMAGE/run-all/CONFIG.log).
+# VERBOSE=1 streams the guests' serial output to stderr.  The logs are kept
+# in LOGDIR (default IMAGE/run-all/CONFIG.log).
 #
-# The last line is "guest-linux: N passed, N failed, N skipped", counted over
-# the TAP lines of all runs ("ok", "not ok", "# SKIP"); a run whose guest
-# does not report an exit status of 0 without any "not ok" counts as one more
-# failure.  Exit status: 0 if nothing failed, 1 otherwise.
+# Prints one TAP stream (guest-tests/tap.sh): every configuration's TAP
+# lines, renumbered, with "CONFIG: " in front of each description, then a
+# line of its own per configuration: the guest reported its exit status
+# and it agrees with the lines (0 without a failure, 1 with one).  A guest
+# that crashed or timed out fails that line.  Exit status 0 once TAP is out.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=../tap.sh
+. "$here/../tap.sh"
 image=${IMAGE:-$top/build/guest}
 logdir=${LOGDIR:-$image/run-all}
 intel=max,vendor=GenuineIntel,pmu=on
@@ -56,46 +59,40 @@ for c in "${configs[@]}"; do
 done
 mkdir -p "$logdir"
 
-total_pass=0 total_fail=0 total_skip=0
-failed_runs=()
+tap_begin
 t0=$(date +%s)
 for c in "${configs[@]}"; do
     read -r cpu smp icount tests <<<"$(config "$c")"
     log=$logdir/$c.log
     desc="CPU=$cpu SMP=$smp"
     [[ $icount == - ]] || desc+=" ICOUNT=$icount"
-    echo "run-all: $c ($desc, tests: $tests)"
+    echo "# run-all: $c ($desc, tests: $tests)"
     env=(CPU="$cpu" SMP="$smp" LOG="$log")
     [[ $icount == - ]] || env+=(ICOUNT="$icount")
     s=$(date +%s)
+    # stdout is the TAP stream: the guest's output goes elsewhere.
     if [[ ${VERBOSE:-0} == 1 ]]; then
-        env "${env[@]}" "$here/run-guest.sh" "$tests"
+        env "${env[@]}" "$here/run-guest.sh" "$tests" >&2
     else
-        env "${env[@]}" "$here/run-guest.sh" "$tests" >/dev/null 2>&1
+        env "${env[@]}" "$here/run-guest.sh" "$tests" >/dev/null 2>"$logdir/$c.err"
     fi
     rc=$?
     secs=$(($(date +%s) - s))
-    # TAP lines of the serial log (CRs from the console removed).
-    tr -d '\r' <"$log" 2>/dev/null | grep -E '^(not )?ok [0-9]+' >"$logdir/$c.tap"
-    read -r p f k <<<"$(awk '
-        /# *SKIP/ { k++; next }
-        /^not ok/ && !/# *TODO/ { f++; next }
-        { p++ }
-        END { print p + 0, f + 0, k + 0 }' "$logdir/$c.tap")"
-    extra=""
-    if [[ $rc != 0 && $f == 0 ]]; then
-        f=1
-        extra=" (run-guest.sh exit status $rc: the guest did not report a pass)"
-    fi
-    echo "run-all: $c: $p passed, $f failed, $k skipped, ${secs} s$extra (log: $log)"
-    if ((f)); then
-        failed_runs+=("$c")
-        grep -E '^not ok' "$logdir/$c.tap" | grep -vE '# *(SKIP|TODO)' |
-            sed "s/^/run-all: $c: /"
-    fi
-    total_pass=$((total_pass + p)) total_fail=$((total_fail + f))
-    total_skip=$((total_skip + k))
+    failed=$TAP_FAILED
+    # The serial log, CRs from the console removed: its TAP lines and
+    # the tests' "# " diagnostics.
+    tr -d '\r' <"$log" 2>/dev/null | grep -E '^((not )?ok [0-9]+|# )' >"$logdir/$c.tap"
+    tap_copy "$c: " "$logdir/$c.tap"
+    failed=$((TAP_FAILED - failed))
+    case $rc in
+    0) why="guest exit status 0" ;;
+    1) why="guest exit status 1" ;;
+    124) why="timed out" ;;
+    *) why="the guest did not report an exit status (run-guest.sh status $rc)" ;;
+    esac
+    { [[ $rc == 0 && $failed == 0 ]] || [[ $rc == 1 && $failed != 0 ]]; }
+    tap $? "$c: the guest ran every test ($why, ${secs} s; log: $log)" \
+        "$(tail -n 5 "$logdir/$c.err" 2>/dev/null)"
 done
-echo "run-all: $(($(date +%s) - t0)) s${failed_runs[*]:+; failed: ${failed_runs[*]}}"
-echo "guest-linux: $total_pass passed, $total_fail failed, $total_skip skipped"
-((total_fail == 0))
+echo "# run-all: $(($(date +%s) - t0)) s"
+tap_end

@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154,SC2001  # name: set by the caller
 # Shared by migrate.sh and qmp.sh (sourced; bash).  Sets up:
 #   qemu, elf, logdir, sockdir, N, INSNS, BRANCHES, TIMEOUT
-#   tap / tap_done                  TAP output and the summary line
+#   tap / tap_skip / tap_done       TAP output (../tap.sh), the plan
 #   qemu_start / qemu_wait          QEMU in the background, by PID
 #   wait_marker, qmp, vpmu_summary  guest and QMP helpers
 # The caller sets `name` (the summary line's prefix) first.
@@ -22,7 +22,7 @@ fi
 qemu=$(command -v "$qemu")
 mkdir -p "$outdir"
 if ! make -s -C "$here" O="$outdir" >"$outdir/$name.make.log" 2>&1; then
-    cat "$outdir/$name.make.log"
+    sed 's/^/# /' "$outdir/$name.make.log"
     echo "Bail out! $name: building the payload failed"
     exit 2
 fi
@@ -40,36 +40,20 @@ done
 
 # ---- TAP ------------------------------------------------------------------
 
-t=0 passed=0 failed=0
+# tap, tap_skip, tap_begin, tap_end: guest-tests/tap.sh.
+# shellcheck source=../tap.sh
+. "$here/../tap.sh"
 t_start=$(date +%s.%N)
-
-# tap STATUS DESC [DIAG...]: one TAP line; DIAGs go under a failure.
-tap() {
-    local st=$1 desc=$2
-    shift 2
-    t=$((t + 1))
-    if [ "$st" -eq 0 ]; then
-        echo "ok $t - $desc"
-        passed=$((passed + 1))
-    else
-        echo "not ok $t - $desc"
-        failed=$((failed + 1))
-        local d
-        for d in "$@"; do
-            [ -n "$d" ] && sed 's/^/#   /' <<<"$d"
-        done
-    fi
-}
 
 elapsed() {
     echo "$(date +%s.%N) $1" | awk '{ printf "%.1f", $1 - $2 }'
 }
 
+# tap_done: the summary as a diagnostic, the plan, exit 0.
 tap_done() {
-    echo "1..$t"
     echo "# logs in $logdir; $(elapsed "$t_start") s"
-    echo "$name: $passed passed, $failed failed"
-    [ $failed -eq 0 ]
+    echo "# $name: $((TAP_N - TAP_FAILED)) passed, $TAP_FAILED failed"
+    tap_end
 }
 
 # ---- QEMU -----------------------------------------------------------------

@@ -42,8 +42,8 @@
 #   TIMEOUT    per-QEMU timeout in seconds (default 180)
 #   QEMU_EXTRA more QEMU arguments for every QEMU, e.g. "-icount shift=0"
 #
-# Prints TAP and ends with "migrate: N passed, N failed"; exit status 0 only
-# if nothing failed.
+# Prints one TAP stream (guest-tests/tap.sh); exit status 0 once it is out
+# (failures are "not ok" lines), 2 ("Bail out!") without QEMU or payload.
 set -u
 name=migrate
 case ${1:-} in -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
@@ -56,7 +56,7 @@ done
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-echo "TAP version 13"
+tap_begin
 echo "# $qemu, n=$N: GP0 and fixed 0 must count $INSNS, GP1 $BRANCHES"
 
 cpu_of() {
@@ -223,8 +223,7 @@ scenario_savevm() {
     cpu=$(cpu_of "$v")
     t0=$(date +%s.%N)
     if ! command -v qemu-img >/dev/null; then
-        t=$((t + 1)) passed=$((passed + 1))
-        echo "ok $t - $v savevm/loadvm # SKIP no qemu-img (apt-get install qemu-utils)"
+        tap_skip "$v savevm/loadvm" "no qemu-img (apt-get install qemu-utils)"
         return
     fi
     img=$logdir/$v-vmstate.qcow2

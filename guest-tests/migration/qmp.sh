@@ -30,8 +30,8 @@
 # -- model names only, the script adds the properties --, TIMEOUT,
 # QEMU_EXTRA (more QEMU arguments).
 #
-# Prints TAP and ends with "qmp: N passed, N failed"; exit status 0 only if
-# nothing failed.
+# Prints one TAP stream (guest-tests/tap.sh); exit status 0 once it is out
+# (failures are "not ok" lines), 2 ("Bail out!") without QEMU or payload.
 set -u
 name=qmp
 case ${1:-} in -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
@@ -42,7 +42,7 @@ case ${1:-} in -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, "")
 intel=${INTEL_CPU:-Skylake-Client}
 amd=${AMD_CPU:-EPYC}
 
-echo "TAP version 13"
+tap_begin
 echo "# $qemu, n=$N"
 
 # check_json FILE ARGS...: vpmu_check.py on FILE; its lines become TAP.

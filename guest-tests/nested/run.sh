@@ -13,9 +13,9 @@
 # image and the L1 image, boots L1 under a timeout, prints L1's TAP and a
 # check of its own, and the plan.  The host needs no KVM.
 #
-#   guest-tests/nested/run.sh    exit 0 all passed, 1 a failure, 77 skipped
-#                                ("SKIP <reason>": no QEMU, no SVM in L1,
-#                                kvm-amd did not load)
+#   guest-tests/nested/run.sh    one TAP stream (guest-tests/tap.sh), exit 0;
+#                                "1..0 # SKIP <reason>": no QEMU, no SVM in
+#                                L1, kvm-amd did not load
 # Environment:
 #   QEMU      default build/qemu/qemu-system-x86_64 (make qemu); the same
 #             binary runs L1 and, copied into L1's image, L2
@@ -40,10 +40,11 @@ LIMIT=${TIMEOUT:-600}
 L2LIMIT=${L2TIMEOUT:-240}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}
 LOG=$OUT/l1.log
+# shellcheck source=../tap.sh
+. "$HERE/../tap.sh"
 
 skip() {
-    echo "SKIP $*"
-    exit 77
+    tap_skip_all "$@"
 }
 # stale TARGET FILE...: TARGET is missing or some FILE is newer than it.
 stale() {
@@ -61,22 +62,11 @@ QEMU=$(cd "$(dirname "$QEMU")" && pwd)/$(basename "$QEMU")
 mkdir -p "$OUT"
 
 # --- images ----------------------------------------------------------------------
-n=0
-fail=0
-t() {   # t COND NAME: one TAP line of run.sh's own
-    n=$((n + 1))
-    if [ "$1" = 1 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        fail=$((fail + 1))
-    fi
-}
+tap_begin
 build_fail() {   # build_fail WHAT LOG
     sed 's/^/# /' "$2" | tail -n 20
-    t 0 "$1 (log: $2)"
-    echo "1..$n"
-    exit 1
+    tap 1 "$1 (log: $2)"
+    tap_end
 }
 linux=$ROOT/guest-tests/linux
 if stale "$IMAGE/initramfs.cpio.gz" "$linux/build-image.sh" "$linux/init" \
@@ -118,30 +108,28 @@ tr -d '\r' <"$LOG" >"$OUT/l1.out"
 
 status=$(sed -n 's/.*VPMU-L1-EXIT \([0-9][0-9]*\).*/\1/p' "$OUT/l1.out" | tail -n1)
 if [ "$status" = 77 ]; then
-    # SKIP <reason>, then what L1 printed (the kernel's words among it).
-    sed -n '/^SKIP /{p;q}' "$OUT/l1.out"
+    # What L1 printed (the kernel's words among it), then its reason.
     grep -E '^# ' "$OUT/l1.out"
-    exit 77
+    skip "$(sed -n 's/^SKIP //p' "$OUT/l1.out" | head -n1)"
 fi
-# L1's TAP and diagnostics, as they are (L1 numbers them; L2's lines are
-# there renumbered, and L2's other output as "# CFG| ...").
-grep -E '^(# |(not )?ok [0-9]+)' "$OUT/l1.out"
-n=$(grep -cE '^(not )?ok [0-9]+' "$OUT/l1.out")
-fail=$(grep -E '^not ok [0-9]+' "$OUT/l1.out" | grep -cvE '# *(SKIP|TODO)')
+# L1's TAP and diagnostics (L1 numbers them; L2's lines are there
+# renumbered, and L2's other output as "# CFG| ..."), in this stream.
+grep -E '^(# |(not )?ok [0-9]+)' "$OUT/l1.out" >"$OUT/l1.tap"
+tap_copy "" "$OUT/l1.tap"
+n=$TAP_N
 plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$OUT/l1.out" | tail -n1)
 
 if [ -n "$status" ]; then
     # Status 1 is a failed check of L1's, already counted above: L1 still
     # ran to its end.  What this checks is that it got there, plan and all.
-    t "$({ [ "$status" = 0 ] || [ "$status" = 1 ]; } && [ "$plan" = "$n" ] && echo 1)" \
-        "L1 ran every configuration (VPMU-L1-EXIT $status, plan 1..${plan:-?} for $n lines, $secs s)"
+    { [ "$status" = 0 ] || [ "$status" = 1 ]; } && [ "$plan" = "$n" ]
+    tap $? "L1 ran every configuration (VPMU-L1-EXIT $status, plan 1..${plan:-?} for $n lines, $secs s)"
 elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     tail -n 20 "$OUT/l1.out" | sed 's/^/# L1| /'
-    t 0 "L1 ran every configuration (timed out after $LIMIT s; log: $LOG)"
+    tap 1 "L1 ran every configuration (timed out after $LIMIT s; log: $LOG)"
 else
     tail -n 20 "$OUT/l1.out" | sed 's/^/# L1| /'
-    t 0 "L1 ran every configuration (no VPMU-L1-EXIT, QEMU status $rc, $secs s; log: $LOG)"
+    tap 1 "L1 ran every configuration (no VPMU-L1-EXIT, QEMU status $rc, $secs s; log: $LOG)"
 fi
 echo "# L1: $secs s (log: $LOG)"
-echo "1..$n"
-[ "$fail" = 0 ]
+tap_end

@@ -15,6 +15,8 @@
 
 #include <vpmu/kvm.h>
 
+#include "check-main.h"
+
 #define CTL(i)      (0xC0010200u + 2u * (i))    /* PERF_CTLi */
 #define CTR(i)      (0xC0010201u + 2u * (i))    /* PERF_CTRi */
 #define G_CTL       0xC0000301u                 /* PerfCntrGlobalCtl */
@@ -320,8 +322,6 @@ int main(void)
 {
     Suite *s = suite_create("kvm-mirror");
     TCase *tc = tcase_create("mirror");
-    SRunner *sr;
-    int failed;
 
     tcase_add_checked_fixture(tc, NULL, teardown);
     tcase_add_test(tc, live_first_enable);
@@ -331,9 +331,5 @@ int main(void)
     tcase_add_test(tc, live_global);
     tcase_add_test(tc, snapshot_values_only);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -18,6 +18,8 @@
 
 #include <vpmu/kvm.h>
 
+#include "check-main.h"
+
 static uint8_t bitmaps[VPMU_KVM_FILTER_BITMAP_BYTES];
 
 /* The bytes of @r's bitmap that are not 0xFF: {byte, value} pairs. */
@@ -368,11 +370,5 @@ static Suite *kvm_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(kvm_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(kvm_suite());
 }

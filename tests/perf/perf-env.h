@@ -18,6 +18,8 @@
 /* The core's helpers (VPMU_ARRAY_SIZE, ...): tests may use internals. */
 #include "pmu-priv.h"
 
+#include "check-main.h"
+
 /* Intel MSRs (SDM Vol. 4, Table 2-2) */
 #define A_PMC(i)        (0x4C1u + (i))     /* IA32_A_PMCi, full width */
 #define EVTSEL(i)       (0x186u + (i))     /* IA32_PERFEVTSELi */

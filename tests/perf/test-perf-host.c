@@ -2,7 +2,8 @@
 /*
  * The perf source with the real system calls on this host, which has no
  * hardware PMU: cycles come from the vCPU thread's task clock at
- * tsc_hz.  A host with a hardware PMU (or without perf) skips (exit 77).
+ * tsc_hz.  A host with a hardware PMU (or without perf) skips
+ * ("1..0 # SKIP <why>").
  *
  * Bounds: the task clock counts the thread's on-CPU time while the event
  * is enabled.  It is compared with CLOCK_THREAD_CPUTIME_ID around the
@@ -27,6 +28,8 @@
 
 #include "pmu-priv.h"
 #include <vpmu/perf.h>
+
+#include "check-main.h"
 
 #define A_PMC0          0x4C1u      /* IA32_A_PMC0 (SDM Vol. 4 Table 2-2) */
 #define EVTSEL0         0x186u      /* IA32_PERFEVTSEL0 */
@@ -141,7 +144,7 @@ START_TEST(test_cycles_count)
     /* ticks = ns * 2.5 GHz: 2.5 per ns. */
     lo = (b1 - b0) * 5 / 2 * (100 - SLACK_PCT) / 100;
     hi = (w1 - w0) * 5 / 2 * (100 + SLACK_PCT) / 100;
-    printf("cycles %llu, thread cpu %llu ns, wall %llu ns\n",
+    printf("# cycles %llu, thread cpu %llu ns, wall %llu ns\n",
            (unsigned long long)v, (unsigned long long)(b1 - b0),
            (unsigned long long)(w1 - w0));
     ck_assert_uint_ge(v, lo);
@@ -265,12 +268,9 @@ int main(void)
     const char *why = skip_reason();
     Suite *s;
     TCase *tc;
-    SRunner *sr;
-    int failed;
 
     if (why) {
-        printf("SKIP: %s\n", why);
-        return 77;
+        return skip_suite(why);
     }
     s = suite_create("perf-host");
     tc = tcase_create("task-clock");
@@ -280,9 +280,5 @@ int main(void)
     tcase_add_test(tc, test_overflow_signal);
     tcase_add_test(tc, test_fd_from_elsewhere);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -39,7 +39,7 @@ static void report(const char *what, unsigned opens)
 {
     VpmuStats s = pmu_stats();
 
-    printf("%-34s programmings %6llu  perf_event_open %3u  share %.2f%%\n",
+    printf("# %-34s programmings %6llu  perf_event_open %3u  share %.2f%%\n",
            what, (unsigned long long)(s.source_opens + s.source_reuses),
            opens, 100.0 * share(opens));
 }
@@ -161,16 +161,10 @@ int main(void)
 {
     Suite *s = suite_create("perf-reuse");
     TCase *tc = tcase_create("reuse");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_reuse_multiplexing);
     tcase_add_test(tc, test_reuse_sampling);
     tcase_add_test(tc, test_reuse_fixed);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

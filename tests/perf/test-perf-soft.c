@@ -272,8 +272,6 @@ int main(void)
 {
     Suite *s = suite_create("perf-soft");
     TCase *tc = tcase_create("soft-toggle");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_toggle_exact);
     tcase_add_test(tc, test_skew_rearm);
@@ -283,9 +281,5 @@ int main(void)
     tcase_add_test(tc, test_park_soft_off);
     tcase_add_test(tc, test_one_read_per_exit);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -19,6 +19,7 @@
 #include <vpmu/ringbuf.h>
 
 #include "ring-test.h"
+#include "check-main.h"
 
 /* ---- batches (vpmu_ring_read_batch) ------------------------------------ */
 
@@ -453,11 +454,5 @@ static Suite *ringbuf_batch_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ringbuf_batch_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(ringbuf_batch_suite());
 }

@@ -5,7 +5,8 @@
  * sample is 8 + 4 * 8 = 40 bytes), mmap'ed as 1 + 2^n pages.
  *
  * If perf_event_open or the mmap is refused (perf_event_paranoid, seccomp
- * in a container), the whole program prints "SKIP ..." and exits 77.
+ * in a container), the whole suite skips: a TAP plan of no tests,
+ * "1..0 # SKIP <why>".
  *
  * How many samples to expect.  task-clock samples from an hrtimer that
  * runs only while the task is on a CPU (it is cancelled at schedule-out and
@@ -37,7 +38,8 @@
 
 #include <vpmu/ringbuf.h>
 
-#define SKIP_CODE 77
+#include "check-main.h"
+
 #define SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
                      PERF_SAMPLE_PERIOD)
 
@@ -192,7 +194,7 @@ START_TEST(test_kernel_ring_drained)
     drain(r, &seen);
     vpmu_ring_stats(r, &st);
     max = count / seen.period + 1;
-    printf("drained: task-clock %llu ns, %llu samples of at most %llu "
+    printf("# drained: task-clock %llu ns, %llu samples of at most %llu "
            "(%.3f), %llu throttle, %llu wrapped\n", (unsigned long long)count,
            (unsigned long long)seen.samples, (unsigned long long)max,
            (double)seen.samples / (double)max, (unsigned long long)st.throttle,
@@ -201,7 +203,7 @@ START_TEST(test_kernel_ring_drained)
     if (seen.max_gap < 819 * seen.period) {
         ck_assert_uint_eq(st.lost_events, 0);
     } else {
-        printf("drained: a drain gap of %llu ns allows losses\n",
+        printf("# drained: a drain gap of %llu ns allows losses\n",
                (unsigned long long)seen.max_gap);
     }
     ck_assert_uint_le(seen.samples + st.lost_events, max);
@@ -247,7 +249,7 @@ START_TEST(test_kernel_ring_tiny_lost)
     drain(r, &seen);
     vpmu_ring_stats(r, &st);
     max = count / seen.period + 1;
-    printf("tiny: task-clock %llu ns, first fill %llu samples, %llu samples + "
+    printf("# tiny: task-clock %llu ns, first fill %llu samples, %llu samples + "
            "%llu lost in %llu LOST records = %.3f of at most %llu; %llu "
            "wrapped, %llu throttle\n", (unsigned long long)count,
            (unsigned long long)first, (unsigned long long)seen.samples,
@@ -277,14 +279,11 @@ int main(void)
 {
     Sampler probe;
     char why[160];
-    SRunner *sr;
     Suite *s;
     TCase *tc;
-    int failed;
 
     if (sampler_open(&probe, 100000, 1, why, sizeof(why)) < 0) {
-        printf("SKIP: %s\n", why);
-        return SKIP_CODE;
+        return skip_suite(why);
     }
     sampler_close(&probe);
     s = suite_create("ringbuf-perf");
@@ -293,9 +292,5 @@ int main(void)
     tcase_add_test(tc, test_kernel_ring_drained);
     tcase_add_test(tc, test_kernel_ring_tiny_lost);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -12,6 +12,7 @@
 #include <vpmu/ringbuf.h>
 
 #include "ring-test.h"
+#include "check-main.h"
 
 /* A span expected: first record's offset, type, size, misc, count. */
 typedef struct WantSpan {
@@ -115,11 +116,5 @@ static Suite *ringbuf_span_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ringbuf_span_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(ringbuf_span_suite());
 }

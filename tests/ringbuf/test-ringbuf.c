@@ -22,6 +22,7 @@
 #include <vpmu/ringbuf.h>
 
 #include "ring-test.h"
+#include "check-main.h"
 
 /* ---- layout ----------------------------------------------------------- */
 
@@ -396,7 +397,7 @@ START_TEST(test_spsc_threads)
     vpmu_ring_stats(r, &st);
     ck_assert_uint_eq(delivered + st.lost_events, SPSC_RECORDS + s.marker_drops);
     ck_assert_uint_eq(st.errors, 0);
-    printf("spsc: %llu delivered, %llu lost, %llu wrapped\n",
+    printf("# spsc: %llu delivered, %llu lost, %llu wrapped\n",
            (unsigned long long)delivered, (unsigned long long)st.lost_events,
            (unsigned long long)st.wrapped);
     vpmu_ring_free(r);
@@ -426,11 +427,5 @@ static Suite *ringbuf_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ringbuf_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(ringbuf_suite());
 }

@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# tap.sh: the one TAP stream a guest suite's host script prints for meson
+# (protocol 'tap').  Sourced by baremetal/run.sh, linux/run-all.sh,
+# migration/lib.sh, kvm/run.sh and nested/run.sh (bash).  The guests' own
+# TAP comes from linux/tap-lib.sh (busybox, in the image) and the payloads.
+#
+#   tap_begin                 the version line; call first
+#   tap STATUS DESC [DIAG...] "ok" if STATUS is 0, else "not ok" with the
+#                             DIAGs under it as diagnostics
+#   tap_skip DESC WHY         an "ok ... # SKIP WHY" line
+#   tap_copy PREFIX FILE      the result lines of another TAP stream,
+#                             renumbered into this one, PREFIX before each
+#                             description; "# " lines pass through
+#   tap_end                   the plan, exit 0
+#   tap_skip_all WHY          nothing can run here: "1..0 # SKIP WHY", exit 0
+#
+# The scripts exit 0 once they have printed TAP, failures included: a
+# failure is a "not ok" line, and meson calls any other exit status an
+# error of the whole script.  A guest that crashed or timed out is a
+# "not ok" line of the script's own.
+
+TAP_N=0
+TAP_FAILED=0
+
+tap_begin() {
+    echo "TAP version 13"
+}
+
+tap() {
+    local st=$1 desc=$2 d
+    shift 2
+    TAP_N=$((TAP_N + 1))
+    if [ "$st" -eq 0 ]; then
+        echo "ok $TAP_N - $desc"
+        return 0
+    fi
+    echo "not ok $TAP_N - $desc"
+    TAP_FAILED=$((TAP_FAILED + 1))
+    for d in "$@"; do
+        [ -n "$d" ] && sed 's/^/#   /' <<<"$d"
+    done
+    return 0
+}
+
+tap_skip() {
+    TAP_N=$((TAP_N + 1))
+    echo "ok $TAP_N - $1 # SKIP $2"
+}
+
+# The directives (# SKIP, # TODO) stay on the copied lines, so meson
+# counts a known failure as one; "not ok" without # TODO is a failure.
+tap_copy() {
+    local prefix=$1 file=$2 line ok rest
+    while IFS= read -r line; do
+        line=${line%$'\r'}
+        if [[ $line =~ ^(not ok|ok)([[:space:]]+[0-9]+)?([[:space:]]+-)?[[:space:]]*(.*)$ ]]; then
+            ok=${BASH_REMATCH[1]} rest=${BASH_REMATCH[4]}
+            TAP_N=$((TAP_N + 1))
+            if [ "$ok" = "not ok" ] && ! [[ $rest =~ \#[[:space:]]*[Tt][Oo][Dd][Oo] ]]; then
+                TAP_FAILED=$((TAP_FAILED + 1))
+            fi
+            echo "$ok $TAP_N - $prefix$rest"
+        elif [[ $line == '#'* ]]; then
+            echo "$line"
+        fi
+    done <"$file"
+}
+
+tap_end() {
+    echo "1..$TAP_N"
+    exit 0
+}
+
+tap_skip_all() {
+    echo "1..0 # SKIP $*"
+    exit 0
+}
