@@ -2,15 +2,16 @@
 #
 #   make deps    install missing Debian packages (no apt call if none missing)
 #   make build   configure build/ if needed, compile
-#   make check   build and test three ways (plain, ASan+UBSan, valgrind)
+#   make check   meson test three ways (plain, ASan+UBSan, valgrind), guests
 #   make demo    boot a Linux guest under QEMU TCG that runs perf through vpmu
 #   make bench   build and run the benchmarks (MSR, perf, ring buffer, KVM)
 #   make qemu    build QEMU 7.2 + qemu-patches/ with libvpmu (docs/qemu.md)
 #   make install libvpmu, vpmu-helper and its units, the QEMU binary, docs
 #                (PREFIX=/usr/local, DESTDIR=; docs/helper.md)
-#   make clean   remove build/, build-asan/ and the test logs
+#   make clean   remove build/ and build-asan/ (the test logs are in them)
 #
-# make check RUNS="plain asan" runs a subset; V=1 shows every test's output.
+# make check RUNS="plain asan" runs a subset (plain, asan, valgrind, guest);
+# V=1 shows every test's output.  One suite: meson test -C build --suite unit.
 
 MESON ?= meson
 RUNS ?=
@@ -25,7 +26,7 @@ DESTDIR ?=
 all: build
 
 help:
-	@sed -n '3,13s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,14s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 deps:
 	@scripts/install-deps.sh
@@ -38,7 +39,7 @@ build:
 # The guest run needs QEMU's build deps and firmware too.
 check:
 	@scripts/install-deps.sh qemu
-	@scripts/run-tests.sh $(RUNS)
+	@scripts/check.sh $(RUNS)
 
 # The main job: a Linux guest under QEMU TCG running perf through vpmu.
 demo:
@@ -76,4 +77,4 @@ install: build
 	fi
 
 clean:
-	rm -rf build build-asan build-testlogs
+	rm -rf build build-asan
