@@ -13,7 +13,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=tap.sh
+# shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$here/tap.sh"
 [ $# -eq 1 ] || { echo "usage: $0 BUILDDIR" >&2; exit 2; }
 build=$(cd "$1" && pwd) || exit 2

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2001  # sed on multi-line diagnostics
 # tap.sh: the one TAP stream a guest suite's host script prints for meson
 # (protocol 'tap').  Sourced by baremetal/run.sh, linux/run-all.sh,
 # migration/lib.sh, kvm/run.sh and nested/run.sh (bash).  The guests' own
@@ -49,6 +49,8 @@ tap_skip() {
 
 # The directives (# SKIP, # TODO) stay on the copied lines, so meson
 # counts a known failure as one; "not ok" without # TODO is a failure.
+# Control characters (a guest console's escape sequences) are dropped:
+# they are not allowed in the XML of meson's JUnit log.
 tap_copy() {
     local prefix=$1 file=$2 line ok rest
     while IFS= read -r line; do
@@ -63,7 +65,7 @@ tap_copy() {
         elif [[ $line == '#'* ]]; then
             echo "$line"
         fi
-    done <"$file"
+    done < <(tr -d '\000-\010\013\014\016-\037' <"$file")
 }
 
 tap_end() {

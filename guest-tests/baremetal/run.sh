@@ -28,7 +28,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-# shellcheck source=../tap.sh
+# shellcheck source-path=SCRIPTDIR source=../tap.sh
 . "$here/../tap.sh"
 outdir=${O:-$here}
 timeout_s=60
@@ -79,7 +79,7 @@ explain() {
 # run_one VENDOR MODE: boot one payload, print its TAP lines and one of
 # this script's own.
 run_one() {
-    local vendor=$1 mode=$2 cpu append elf log status failed plan lines
+    local vendor=$1 mode=$2 cpu append elf log status failed plan lines ok=1
     local icount=() name="pmu-$1 $2"
     if [ "$vendor" = intel ]; then
         cpu=${INTEL_CPU:-Skylake-Client,pmu=on}
@@ -114,8 +114,8 @@ run_one() {
     lines=$(tr -d '\r' <"$log.tap" | grep -cE '^(not )?ok ')
     # Status 3 (checks failed) is right only with failed lines to show.
     { [ $status -eq 1 ] && [ $failed -eq 0 ]; } ||
-        { [ $status -eq 3 ] && [ $failed -gt 0 ]; }
-    [ $? -eq 0 ] && [ "$plan" = "$lines" ]
+        { [ $status -eq 3 ] && [ $failed -gt 0 ]; } || ok=0
+    [ $ok = 1 ] && [ "$plan" = "$lines" ]
     tap $? "$name: ran to the end, plan 1..${plan:-?} for $lines lines ($(explain $status))"
 }
 

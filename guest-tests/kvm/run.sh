@@ -13,7 +13,7 @@ set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-# shellcheck source=../tap.sh
+# shellcheck source-path=SCRIPTDIR source=../tap.sh
 . "$HERE/../tap.sh"
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${VPMU_BUILD:-$ROOT/build}/guest-kvm

@@ -28,7 +28,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
-# shellcheck source=../tap.sh
+# shellcheck source-path=SCRIPTDIR source=../tap.sh
 . "$here/../tap.sh"
 image=${IMAGE:-$top/build/guest}
 logdir=${LOGDIR:-$image/run-all}

@@ -41,7 +41,7 @@ done
 # ---- TAP ------------------------------------------------------------------
 
 # tap, tap_skip, tap_begin, tap_end: guest-tests/tap.sh.
-# shellcheck source=../tap.sh
+# shellcheck source-path=SCRIPTDIR source=../tap.sh
 . "$here/../tap.sh"
 t_start=$(date +%s.%N)
 

@@ -40,7 +40,7 @@ LIMIT=${TIMEOUT:-600}
 L2LIMIT=${L2TIMEOUT:-240}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}
 LOG=$OUT/l1.log
-# shellcheck source=../tap.sh
+# shellcheck source-path=SCRIPTDIR source=../tap.sh
 . "$HERE/../tap.sh"
 
 skip() {
