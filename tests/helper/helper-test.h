@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check-main.h"
+
 static inline void write_bytes(const char *dir, const char *name,
                                const void *data, size_t len)
 {
@@ -35,17 +37,6 @@ static inline void remove_tree(const char *dir)
     ck_assert(strncmp(dir, "/tmp/vpmu-", 10) == 0);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     ck_assert_int_eq(system(cmd), 0);
-}
-
-static inline int helper_run_suite(Suite *s)
-{
-    SRunner *sr = srunner_create(s);
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 #endif /* VPMU_TESTS_HELPER_TEST_H */

@@ -236,5 +236,5 @@ int main(void)
     tcase_add_test(tc, test_open_and_refusal);
     tcase_add_test(tc, test_restart);
     suite_add_tcase(s, tc);
-    return helper_run_suite(s);
+    return run_suite(s);
 }

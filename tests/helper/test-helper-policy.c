@@ -221,5 +221,5 @@ int main(void)
     tcase_add_loop_test(tc, test_identity, 0,
                         (int)(sizeof(ids) / sizeof(ids[0])));
     suite_add_tcase(s, tc);
-    return helper_run_suite(s);
+    return run_suite(s);
 }

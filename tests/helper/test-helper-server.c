@@ -412,5 +412,5 @@ int main(void)
     tcase_add_test(tc, test_hangup);
     tcase_add_test(tc, test_fds_sent);
     suite_add_tcase(s, tc);
-    return helper_run_suite(s);
+    return run_suite(s);
 }

@@ -17,6 +17,8 @@
 
 #include <vpmu/perf.h>
 
+#include "check-main.h"
+
 
 /* Guest instructions at CPL 3 only, under KVM, period 1000. */
 static struct perf_event_attr insn_user(void)
@@ -130,8 +132,6 @@ int main(void)
 {
     Suite *s = suite_create("perf-attr");
     TCase *tc = tcase_create("parse");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_generic);
     tcase_add_test(tc, test_raw_and_clock);
@@ -139,9 +139,5 @@ int main(void)
                         (int)(sizeof(mutations) / sizeof(mutations[0])));
     tcase_add_test(tc, test_null);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }
