@@ -100,10 +100,13 @@ elif ! meson configure "$LIBBUILD" -Dprefix="$PREFIX" >"$ROOT/build/qemu-lib.log
 fi
 # Only the library (tests, fuzz and examples are not needed here; all of it
 # if meson.build no longer has those targets), then install without
-# rebuilding.
+# rebuilding, and only the library's files (--tags devel: the archive,
+# headers, libvpmu.pc): vpmu-helper, its units and the docs are installed
+# too (make install), and were not built here.
 if ! { meson compile -C "$LIBBUILD" vpmu:static_library vpmu:shared_library ||
        meson compile -C "$LIBBUILD"; } >"$ROOT/build/qemu-lib.log" 2>&1 ||
-   ! meson install -C "$LIBBUILD" --no-rebuild >>"$ROOT/build/qemu-lib.log" 2>&1; then
+   ! meson install -C "$LIBBUILD" --no-rebuild --tags devel \
+        >>"$ROOT/build/qemu-lib.log" 2>&1; then
     show_fail "$ROOT/build/qemu-lib.log"
     die "building libvpmu failed"
 fi
