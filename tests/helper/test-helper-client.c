@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -64,6 +65,8 @@ static void start_server(void)
     ck_assert_int_eq(listen(lfd, 4), 0);
     server = fork();
     if (server == 0) {
+        /* Dies with the test, whatever way the test ends. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         serve(lfd);             /* no ck_assert here: Check's channel */
     }
     ck_assert_int_gt(server, 0);
