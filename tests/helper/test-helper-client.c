@@ -25,6 +25,7 @@
 
 #include "helper-server.h"
 #include "helper-test.h"
+#include "source-attr.h"
 
 static char dir[] = "/tmp/vpmu-cli-XXXXXX";
 static char sock[128], proc[160];
@@ -113,19 +114,8 @@ static void teardown(void)
 /* Instructions, both CPLs, under KVM, as the perf source builds them. */
 static struct perf_event_attr insn(void)
 {
-    struct perf_event_attr a;
-
-    memset(&a, 0, sizeof(a));
-    a.size = sizeof(a);
-    a.type = PERF_TYPE_HARDWARE;
-    a.config = PERF_COUNT_HW_INSTRUCTIONS;
-    a.disabled = 1;
-    a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
-                    PERF_FORMAT_TOTAL_TIME_RUNNING;
-    a.sample_period = 1000;
-    a.exclude_hv = 1;
-    a.exclude_host = 1;
-    return a;
+    return source_attr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1000,
+                       true, true);
 }
 
 START_TEST(test_connect)

@@ -25,6 +25,7 @@
 
 #include "helper-server.h"
 #include "helper-test.h"
+#include "source-attr.h"
 
 static char proc[] = "/tmp/vpmu-proc-XXXXXX";
 static char pol[] = "/tmp/vpmu-pol-XXXXXX";
@@ -107,21 +108,14 @@ static void hdr(VpmuHelperHdr *h, VpmuHelperType type, size_t size)
                           size, 42 };
 }
 
-/* Intel cycles, both CPLs, under KVM: what the perf source builds. */
+/* Cycles, both CPLs, under KVM: what the perf source builds. */
 static VpmuHelperOpen open_req(pid_t tid)
 {
     VpmuHelperOpen r = { .tid = tid };
 
     hdr(&r.hdr, VPMU_HELPER_OPEN, sizeof(r));
-    r.attr.size = sizeof(r.attr);
-    r.attr.type = PERF_TYPE_HARDWARE;
-    r.attr.config = PERF_COUNT_HW_CPU_CYCLES;
-    r.attr.disabled = 1;
-    r.attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
-                         PERF_FORMAT_TOTAL_TIME_RUNNING;
-    r.attr.sample_period = 1ull << 20;
-    r.attr.exclude_hv = 1;
-    r.attr.exclude_host = 1;
+    r.attr = source_attr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES,
+                         1ull << 20, true, true);
     return r;
 }
 

@@ -18,25 +18,14 @@
 #include <vpmu/perf.h>
 
 #include "check-main.h"
+#include "source-attr.h"
 
 
 /* Guest instructions at CPL 3 only, under KVM, period 1000. */
 static struct perf_event_attr insn_user(void)
 {
-    struct perf_event_attr a;
-
-    memset(&a, 0, sizeof(a));
-    a.size = sizeof(a);
-    a.type = PERF_TYPE_HARDWARE;
-    a.config = PERF_COUNT_HW_INSTRUCTIONS;
-    a.disabled = 1;
-    a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
-                    PERF_FORMAT_TOTAL_TIME_RUNNING;
-    a.sample_period = 1000;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    a.exclude_host = 1;
-    return a;
+    return source_attr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1000,
+                       true, false);
 }
 
 START_TEST(test_generic)

@@ -298,6 +298,24 @@ static int send_msi(VpmuKvm *k, uint32_t vector)
     return ret == 0 ? -EHOSTUNREACH : 0;
 }
 
+/*
+ * The answer to an MSR exit the PMU served with @ret: a #GP for an error
+ * (KVM injects it when run->msr.error is 1), else served.
+ * Return: whether the access went through.
+ */
+static bool exit_served(VpmuKvm *k, struct kvm_run *run, int ret,
+                        uint64_t *exits)
+{
+    (*exits)++;
+    run->msr.error = ret < 0;
+    if (ret < 0) {
+        k->stats.gp_injected++;
+        return false;
+    }
+    k->served_exit = true;
+    return true;
+}
+
 static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
 {
     VpmuMsrInfo info;
@@ -307,15 +325,10 @@ static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
     if (ret == -ENOENT) {
         return ret;
     }
-    k->stats.rdmsr_exits++;
-    if (ret < 0) {
-        run->msr.error = 1;
-        k->stats.gp_injected++;
+    if (!exit_served(k, run, ret, &k->stats.rdmsr_exits)) {
         return 0;
     }
     run->msr.data = val;
-    run->msr.error = 0;
-    k->served_exit = true;
     /*
      * The guest's host event excluded this RDMSR (it exited); it retires
      * at CPL 0 after reading, so the value read does not include it.
@@ -344,14 +357,9 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
     if (ret == -ENOENT) {
         return ret;
     }
-    k->stats.wrmsr_exits++;
-    if (ret < 0) {
-        run->msr.error = 1;
-        k->stats.gp_injected++;
+    if (!exit_served(k, run, ret, &k->stats.wrmsr_exits)) {
         return 0;
     }
-    run->msr.error = 0;
-    k->served_exit = true;
     /*
      * Counters stopped (an enable bit went 1 -> 0): Linux reads them with
      * RDPMC next.  A counter write changes what RDPMC must return.  Live,
