@@ -44,6 +44,13 @@ CONFIGURE_FLAGS=(--target-list=x86_64-softmmu --disable-docs --disable-werror
                  --disable-tools --disable-user --disable-gtk --disable-sdl
                  --disable-vnc --disable-opengl --disable-spice --disable-xen
                  --disable-install-blobs
+                 # The firmware of Debian's qemu-system-data, seabios and
+                 # ipxe-qemu, where Debian's QEMU looks (debian/rules), so
+                 # that no -L is needed (libvirt passes none); and the
+                 # host's configuration where Debian's has it: vpmu.conf
+                 # in /etc/qemu.
+                 --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
+                 --sysconfdir=/etc
                  # src is a git repository without QEMU's submodules; the
                  # Debian tree already contains what they would provide.
                  --with-git-submodules=ignore)

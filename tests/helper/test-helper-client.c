@@ -154,6 +154,23 @@ START_TEST(test_connect_fails)
 }
 END_TEST
 
+/* No policy for the VM: the hello is refused, with the helper's reason. */
+START_TEST(test_hello_refused)
+{
+    VpmuHelper *h = (VpmuHelper *)1;
+    char err[400] = "", path[200], want[400];
+
+    snprintf(path, sizeof(path), "%s/web.conf", dir);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)),
+                     -EACCES);
+    ck_assert_ptr_null(h);
+    snprintf(want, sizeof(want), "vpmu-helper %s refused: no policy for VM "
+             "'web' in %s (neither web.conf nor default.conf)", sock, dir);
+    ck_assert_str_eq(err, want);
+}
+END_TEST
+
 START_TEST(test_open_and_refusal)
 {
     struct perf_event_attr a = insn();
@@ -226,6 +243,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_connect);
     tcase_add_test(tc, test_connect_fails);
+    tcase_add_test(tc, test_hello_refused);
     tcase_add_test(tc, test_open_and_refusal);
     tcase_add_test(tc, test_restart);
     suite_add_tcase(s, tc);

@@ -49,8 +49,8 @@ static void hdr_init(VpmuHelper *h, VpmuHelperHdr *hdr, VpmuHelperType type,
 }
 
 /*
- * Receive the reply to @req: at least @min bytes (a VpmuHelperReply), its
- * type and seq, and the fd it carries if @fd is not NULL.
+ * Receive the reply to @req: its type and seq, a refusal or at least @min
+ * bytes, and the fd it carries if @fd is not NULL.
  * Return: 0 (the reply's status is in @buf), or -errno of the connection.
  */
 static int recv_reply(VpmuHelper *h, const VpmuHelperHdr *req, void *buf,
@@ -87,11 +87,12 @@ static int recv_reply(VpmuHelper *h, const VpmuHelperHdr *req, void *buf,
             close(got);
         }
     }
-    if ((size_t)n < min || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+    /* A refusal is a bare reply; only a success has the rest (@min). */
+    if ((size_t)n < sizeof(*r) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         r->hdr.magic != VPMU_HELPER_MAGIC ||
         r->hdr.version != VPMU_HELPER_VERSION ||
         r->hdr.type != req->type || r->hdr.seq != req->seq ||
-        r->hdr.size != (size_t)n) {
+        r->hdr.size != (size_t)n || (r->status == 0 && (size_t)n < min)) {
         return -EPROTO;
     }
     ((VpmuHelperReply *)buf)->message[sizeof(r->message) - 1] = '\0';

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# QEMU under KVM with vpmu's host events from vpmu-helper, and the host's
+# defaults in /etc/qemu/vpmu.conf (docs/qemu-kvm.md, docs/helper.md).
+# Each QEMU starts stopped (-S) with one vCPU, which connects to the
+# helper when it is created; QMP query-vpmu then says what it got:
+#
+#   - -accel kvm,vpmu=on,vpmu-helper=SOCK: the vCPU has the VM's policy
+#     (the policy file of -name guest=NAME): its counters, its events,
+#     the VM's name and how the helper knew it, one connect;
+#   - a helper that is not there: QEMU does not start, and says why;
+#   - no policy for the VM (and no default): QEMU does not start, and
+#     says why;
+#   - vpmu.conf with kvm = on and the helper: a plain -accel kvm gets
+#     the same PMU; vpmu=off on the command line wins; a bad value and a
+#     malformed file stop QEMU with the file and key named.
+#
+# The helper and vpmu.conf are this script's: it starts the helper as
+# root and stops it by pid, and restores /etc/qemu as it found it.
+#
+# Environment: QEMU (the patched binary), VPMU_BUILD (the meson build
+# directory with vpmu-helper).  TAP on stdout; 1..0 # SKIP without
+# /dev/kvm, root or the helper.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=../tap.sh
+. "$HERE/../tap.sh"
+QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
+BUILD=${VPMU_BUILD:-$ROOT/build}
+HELPER=$BUILD/vpmu-helper
+CONF=/etc/qemu/vpmu.conf
+CPU=host,pmu=on,-arch-capabilities
+
+tap_begin
+[ -x "$QEMU" ] || tap_skip_all "no QEMU at $QEMU (make qemu)"
+[ -x "$HELPER" ] || tap_skip_all "no vpmu-helper at $HELPER"
+[ "$(id -u)" = 0 ] || tap_skip_all "needs root (the helper, $CONF)"
+[ -c /dev/kvm ] && [ -w /dev/kvm ] || tap_skip_all "no usable /dev/kvm"
+command -v python3 >/dev/null || tap_skip_all "python3 (QMP client) not found"
+
+dir=$(mktemp -d /tmp/vpmu-kvm-helper-XXXXXX)
+mkdir "$dir/policy"
+hpid=
+had_etc_qemu=0
+[ -d /etc/qemu ] && had_etc_qemu=1
+[ -e "$CONF" ] && cp -p "$CONF" "$dir/vpmu.conf.saved"
+
+cleanup() {
+    [ -n "$hpid" ] && kill "$hpid" 2>/dev/null && wait "$hpid" 2>/dev/null
+    if [ -e "$dir/vpmu.conf.saved" ]; then
+        cp -p "$dir/vpmu.conf.saved" "$CONF"
+    else
+        rm -f "$CONF"
+        [ "$had_etc_qemu" = 1 ] || rmdir /etc/qemu 2>/dev/null
+    fi
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+# query NAME QEMU-ARGS...: start QEMU stopped, print query-vpmu's first
+# vCPU as "vendor GP helper.vm helper.by-cgroup helper.counters
+# helper.events helper.connects" (or "none" / "no QMP: ...").
+query() {
+    local name=$1 sock=$dir/qmp.sock out
+    shift
+    rm -f "$sock"
+    timeout 60 "$QEMU" -name "guest=$name" -machine pc -m 16 -nodefaults \
+        -display none -S -qmp "unix:$sock,server=on,wait=off" "$@" \
+        >"$dir/qemu.out" 2>&1 </dev/null &
+    local qpid=$!
+    out=$(python3 - "$sock" <<'EOF'
+import json, socket, sys, time
+for _ in range(100):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        break
+    except OSError:
+        time.sleep(0.1)
+else:
+    print("no QMP socket"); sys.exit(0)
+f = s.makefile("rw")
+def cmd(c):
+    f.write(json.dumps({"execute": c}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            return r
+json.loads(f.readline())
+cmd("qmp_capabilities")
+r = cmd("query-vpmu")
+cmd("quit")
+if not r.get("return"):
+    print("none"); sys.exit(0)
+c = r["return"][0]
+h = c.get("helper", {})
+gp = sum(1 for x in c["counters"] if not x["fixed"])
+print(c["vendor"], gp, h.get("vm", "-"), h.get("by-cgroup", "-"),
+      h.get("counters", "-"), repr(h.get("events", "-")),
+      h.get("connects", "-"))
+EOF
+)
+    wait "$qpid" 2>/dev/null
+    echo "$out"
+}
+
+# refused QEMU-ARGS...: QEMU must not start; its first error line.
+refused() {
+    timeout 60 "$QEMU" -machine pc -m 16 -nodefaults -display none -S \
+        "$@" 2>&1 </dev/null | grep -m1 'qemu-system-x86_64:' 
+}
+
+vendor=$(grep -q GenuineIntel /proc/cpuinfo && echo intel || echo amd)
+printf 'events = allow 0x3c, 0x76, 0xc0\ncounters = 3\n' \
+    >"$dir/policy/kvmtest.conf"
+"$HELPER" --socket "$dir/helper.sock" --policy-dir "$dir/policy" \
+    2>"$dir/helper.log" &
+hpid=$!
+for _ in $(seq 50); do
+    [ -S "$dir/helper.sock" ] && break
+    sleep 0.1
+done
+
+out=$(query kvmtest -accel "kvm,vpmu=on,vpmu-helper=$dir/helper.sock" \
+      -cpu "$CPU")
+[ "$out" = "$vendor 3 kvmtest False 3 'allow 0x3c, 0x76, 0xc0' 1" ]
+tap $? "vpmu-helper: the vCPU has VM kvmtest's policy: 3 GP counters, its events, known by -name, one connect ($out)" "$(cat "$dir/qemu.out")"
+
+msg=$(refused -accel "kvm,vpmu=on,vpmu-helper=$dir/none.sock" -cpu "$CPU")
+[ "$msg" = "qemu-system-x86_64: vpmu-helper $dir/none.sock: No such file or directory" ]
+tap $? "no helper at the socket: QEMU does not start, and says why ($msg)"
+
+msg=$(refused -name guest=stranger \
+      -accel "kvm,vpmu=on,vpmu-helper=$dir/helper.sock" -cpu "$CPU")
+want="qemu-system-x86_64: vpmu-helper $dir/helper.sock refused: no policy for VM 'stranger' in $dir/policy (neither stranger.conf nor default.conf)"
+[ "$msg" = "$want" ]
+tap $? "no policy for the VM: QEMU does not start, and says why" "$msg"
+
+mkdir -p /etc/qemu
+printf '[vpmu]\nkvm = on\nhelper = %s\n' "$dir/helper.sock" >"$CONF"
+out=$(query kvmtest -accel kvm -cpu "$CPU")
+[ "$out" = "$vendor 3 kvmtest False 3 'allow 0x3c, 0x76, 0xc0' 1" ]
+tap $? "vpmu.conf kvm = on, helper: plain -accel kvm gets the same PMU ($out)"
+out=$(query kvmtest -accel kvm,vpmu=off -cpu "$CPU")
+[ "$out" = none ]
+tap $? "vpmu.conf: vpmu=off on the command line wins ($out)"
+printf '[vpmu]\nkvm = maybe\n' >"$CONF"
+msg=$(refused -accel kvm -cpu "$CPU")
+[ "$msg" = "qemu-system-x86_64: -accel kvm: $CONF: [vpmu] kvm: 'maybe' is not 'off' or 'on'" ]
+tap $? "vpmu.conf kvm = maybe: QEMU stops, naming file and key ($msg)"
+printf 'kvm = on\n' >"$CONF"
+msg=$(refused -accel kvm -cpu "$CPU")
+[ "$msg" = "qemu-system-x86_64: -accel kvm: $CONF: Key file does not start with a group" ]
+tap $? "vpmu.conf without [vpmu]: QEMU stops, naming the file ($msg)"
+
+kill "$hpid" && wait "$hpid"
+tap $? "the helper stopped by pid"
+hpid=
+tap_end
