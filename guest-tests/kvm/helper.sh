@@ -30,6 +30,7 @@ QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 BUILD=${VPMU_BUILD:-$ROOT/build}
 HELPER=$BUILD/vpmu-helper
 CONF=/etc/qemu/vpmu.conf
+QMPC=$HERE/../migration/qmpclient.py
 CPU=host,pmu=on,-arch-capabilities
 
 tap_begin
@@ -60,7 +61,7 @@ trap cleanup EXIT
 
 # query NAME QEMU-ARGS...: start QEMU stopped, print query-vpmu's first
 # vCPU as "vendor GP helper.vm helper.by-cgroup helper.counters
-# helper.events helper.connects" (or "none" / "no QMP: ...").
+# helper.events helper.connects" (or "none" / the QMP client's error).
 query() {
     local name=$1 sock=$dir/qmp.sock out
     shift
@@ -69,40 +70,22 @@ query() {
         -display none -S -qmp "unix:$sock,server=on,wait=off" "$@" \
         >"$dir/qemu.out" 2>&1 </dev/null &
     local qpid=$!
-    out=$(python3 - "$sock" <<'EOF'
-import json, socket, sys, time
-for _ in range(100):
-    try:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(sys.argv[1])
-        break
-    except OSError:
-        time.sleep(0.1)
-else:
-    print("no QMP socket"); sys.exit(0)
-f = s.makefile("rw")
-def cmd(c):
-    f.write(json.dumps({"execute": c}) + "\n"); f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r:
-            return r
-json.loads(f.readline())
-cmd("qmp_capabilities")
-r = cmd("query-vpmu")
-cmd("quit")
-if not r.get("return"):
-    print("none"); sys.exit(0)
-c = r["return"][0]
-h = c.get("helper", {})
-gp = sum(1 for x in c["counters"] if not x["fixed"])
-print(c["vendor"], gp, h.get("vm", "-"), h.get("by-cgroup", "-"),
-      h.get("counters", "-"), repr(h.get("events", "-")),
-      h.get("connects", "-"))
-EOF
-)
+    out=$(python3 "$QMPC" "$sock" query-vpmu 2>&1)
+    python3 "$QMPC" "$sock" quit >/dev/null 2>&1
     wait "$qpid" 2>/dev/null
-    echo "$out"
+    python3 -c '
+import json, sys
+try:
+    cpus = json.loads(sys.argv[1])
+except ValueError:
+    print(sys.argv[1]); sys.exit(0)
+if not cpus:
+    print("none"); sys.exit(0)
+c = cpus[0]
+h = c.get("helper", {})
+print(c["vendor"], sum(1 for x in c["counters"] if not x["fixed"]),
+      h.get("vm", "-"), h.get("by-cgroup", "-"), h.get("counters", "-"),
+      repr(h.get("events", "-")), h.get("connects", "-"))' "$out"
 }
 
 # refused QEMU-ARGS...: QEMU must not start; its first error line.
