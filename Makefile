@@ -65,8 +65,11 @@ qemu:
 # meson installs libvpmu, its headers and pkg-config file, vpmu-helper,
 # its systemd units and default policy, and the docs; then the QEMU binary
 # of make qemu (its firmware path is built in: no -L needed).
+# Only a new PREFIX reconfigures build/ (meson configure always does).
 install: build
-	$(MESON) configure build -Dprefix=$(PREFIX)
+	@cur=$$($(MESON) introspect --buildoptions build | python3 -c \
+	    'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))'); \
+	[ "$$cur" = "$(PREFIX)" ] || $(MESON) configure build -Dprefix=$(PREFIX)
 	$(MESON) install -C build --destdir "$(DESTDIR)"
 	@if [ -x build/qemu/qemu-system-x86_64 ]; then \
 	    install -D -m 0755 build/qemu/qemu-system-x86_64 \

@@ -11,13 +11,16 @@ PACKAGES=(meson ninja-build pkg-config gcc check libsubunit-dev libglib2.0-dev
           valgrind)
 
 # QEMU 7.2's build deps (the x86_64-softmmu configuration in build-qemu.sh),
-# dpkg-dev for apt-get source, git for the source tree, and qemu-system-x86
-# for the firmware the self-built binary loads (-L /usr/share/qemu).
+# dpkg-dev for apt-get source, git for the source tree, and the firmware
+# the self-built binary loads from Debian's paths (--firmwarepath).
 QEMU_PACKAGES=(git dpkg-dev libglib2.0-dev libpixman-1-dev ninja-build meson
                flex bison libfdt-dev zlib1g-dev python3-venv pkg-config
-               qemu-system-x86
+               qemu-system-x86 qemu-system-data seabios ipxe-qemu
                # the guest tests: initramfs packing, QMP client
-               cpio gzip python3)
+               cpio gzip python3
+               # the libvirt suite: the daemon without libvirt-daemon-system
+               # (which pulls in systemd); the suite makes its user itself
+               libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients)
 
 case "${1:-}" in
     "") ;;
@@ -63,4 +66,7 @@ fi
 
 echo "deps: installing ${missing[*]}"
 "${sudo[@]}" apt-get update
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+# No recommends: libvirt-daemon's would bring libvirt-daemon-system and
+# systemd; everything the project needs is listed above.
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
+    --no-install-recommends "${missing[@]}"

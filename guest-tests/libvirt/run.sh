@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# vpmu the way operators run VMs: a real libvirtd (Debian bookworm's 9.0),
+# the installed QEMU (make install into a scratch DESTDIR; no -L), QEMU
+# as user libvirt-qemu with no capabilities, perf_event_paranoid 3:
+#
+#   - a TCG domain, <features><pmu state='on'/> and a Skylake model, no
+#     <qemu:commandline>: the guest's perf stat counts exactly
+#     (stat-exact's TAP, copied in), and its console says the guest ended;
+#   - virsh qemu-monitor-command DOM query-vpmu answers for it;
+#   - a KVM domain, host-passthrough with pmu on, vpmu chosen by
+#     /etc/qemu/vpmu.conf and its events opened by vpmu-helper (started
+#     here, as root): query-vpmu shows the helper's policy for the domain,
+#     known by its libvirt cgroup or name, with one connect.
+#
+# Set up here and undone at the end, also when a check fails: the user,
+# groups and directories libvirt-daemon-system would create (only those
+# that were missing), /dev/kvm's group and mode, kernel.perf_event_paranoid,
+# /etc/qemu/vpmu.conf; libvirtd, virtlogd and the helper are started here
+# and stopped by pid.
+#
+# Environment: VPMU_BUILD (meson build directory), IMAGE (the guest image).
+# TAP on stdout; 1..0 # SKIP without root, libvirtd or the guest image.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=../tap.sh
+. "$HERE/../tap.sh"
+BUILD=${VPMU_BUILD:-$ROOT/build}
+IMAGE=${IMAGE:-$BUILD/guest}
+SYSCTL=/proc/sys/kernel/perf_event_paranoid
+CONF=/etc/qemu/vpmu.conf
+VIRSH=(virsh -q -c qemu:///system)
+
+tap_begin
+[ "$(id -u)" = 0 ] || tap_skip_all "needs root (libvirtd, users, sysctl)"
+for t in libvirtd virtlogd virsh; do
+    command -v "$t" >/dev/null ||
+        tap_skip_all "$t not found (scripts/install-deps.sh libvirt)"
+done
+[ -f "$IMAGE/vmlinuz" ] && [ -f "$IMAGE/initramfs.cpio.gz" ] ||
+    tap_skip_all "no guest image in $IMAGE"
+[ -x "$ROOT/build/qemu/qemu-system-x86_64" ] ||
+    tap_skip_all "no QEMU (make qemu)"
+if pgrep -x libvirtd >/dev/null || pgrep -x virtlogd >/dev/null; then
+    tap_skip_all "a libvirtd or virtlogd runs already: not this test's"
+fi
+
+dir=$(mktemp -d /tmp/vpmu-libvirt-XXXXXX)
+chmod 0755 "$dir"
+made_users=()
+made_groups=()
+old_paranoid=$(cat "$SYSCTL")
+old_kvm=$(stat -c '%g %a' /dev/kvm 2>/dev/null)
+had_etc_qemu=0
+[ -d /etc/qemu ] && had_etc_qemu=1
+[ -e "$CONF" ] && cp -p "$CONF" "$dir/vpmu.conf.saved"
+pids=()
+
+cleanup() {
+    local p
+    "${VIRSH[@]}" destroy vpmu-kvm >/dev/null 2>&1
+    "${VIRSH[@]}" destroy vpmu-tcg >/dev/null 2>&1
+    for p in "${pids[@]}"; do
+        kill "$p" 2>/dev/null
+    done
+    for p in "${pids[@]}"; do
+        while kill -0 "$p" 2>/dev/null; do sleep 0.1; done
+    done
+    echo "$old_paranoid" >"$SYSCTL"
+    if [ -n "$old_kvm" ]; then
+        chgrp "${old_kvm% *}" /dev/kvm
+        chmod "${old_kvm#* }" /dev/kvm
+    fi
+    if [ -e "$dir/vpmu.conf.saved" ]; then
+        cp -p "$dir/vpmu.conf.saved" "$CONF"
+    else
+        rm -f "$CONF"
+        [ "$had_etc_qemu" = 1 ] || rmdir /etc/qemu 2>/dev/null
+    fi
+    for p in "${made_users[@]}"; do userdel "$p"; done
+    for p in "${made_groups[@]}"; do groupdel "$p" 2>/dev/null; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+# What libvirt-daemon-system's postinst makes: groups kvm and libvirt, the
+# user libvirt-qemu (uid 64055) in group kvm (docs: qemu-libvirt notes).
+for g in kvm libvirt; do
+    getent group "$g" >/dev/null || { groupadd -r "$g" && made_groups+=("$g"); }
+done
+if ! id libvirt-qemu >/dev/null 2>&1; then
+    groupadd -r -g 64055 libvirt-qemu 2>/dev/null || groupadd -r libvirt-qemu
+    useradd -r -u 64055 -g libvirt-qemu -G kvm -d /var/lib/libvirt \
+        -s /usr/sbin/nologin libvirt-qemu 2>/dev/null
+    made_users+=(libvirt-qemu)
+    made_groups+=(libvirt-qemu)
+fi
+mkdir -p /var/log/libvirt/qemu /var/lib/libvirt/qemu /var/cache/libvirt/qemu
+# Debian's /dev/kvm is 0660 group kvm; root-only makes libvirt re-probe
+# the emulator on every call (~45 s a domain).
+chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
+echo 3 >"$SYSCTL"
+
+# The installed QEMU and helper.
+make -s -C "$ROOT" install DESTDIR="$dir/inst" PREFIX=/usr/local \
+    >"$dir/install.log" 2>&1
+tap $? "make install DESTDIR=... PREFIX=/usr/local" "$(tail -5 "$dir/install.log")"
+qemu=$dir/inst/usr/local/bin/qemu-system-x86_64
+helper=$dir/inst/usr/local/sbin/vpmu-helper
+cp "$IMAGE/vmlinuz" "$IMAGE/initramfs.cpio.gz" "$dir/"
+
+virtlogd -d -p "$dir/virtlogd.pid" && pids+=("$(cat "$dir/virtlogd.pid")")
+libvirtd -d -p "$dir/libvirtd.pid" 2>"$dir/libvirtd.err" &&
+    pids+=("$(cat "$dir/libvirtd.pid")")
+for _ in $(seq 100); do
+    "${VIRSH[@]}" version >/dev/null 2>&1 && break
+    sleep 0.2
+done
+"${VIRSH[@]}" version >/dev/null 2>&1
+tap $? "libvirtd and virtlogd started (pids ${pids[*]})" "$(cat "$dir/libvirtd.err")"
+
+# domain TYPE NAME CPU-XML CMDLINE: a domain with direct kernel boot and
+# its console in DIR/NAME.log.
+domain() {
+    cat <<EOF
+<domain type='$1'>
+  <name>$2</name>
+  <memory unit='MiB'>512</memory>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$dir/vmlinuz</kernel>
+    <initrd>$dir/initramfs.cpio.gz</initrd>
+    <cmdline>$4</cmdline>
+  </os>
+  <features><acpi/><pmu state='on'/></features>
+  $3
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>$qemu</emulator>
+    <serial type='file'><source path='$dir/$2.log'/><target port='0'/></serial>
+  </devices>
+</domain>
+EOF
+}
+
+# vpmu_query DOM: query-vpmu's first vCPU through virsh, as
+# "vendor GP fixed helper.vm helper.counters helper.connects".
+vpmu_query() {
+    "${VIRSH[@]}" qemu-monitor-command "$1" '{"execute":"query-vpmu"}' |
+        python3 -c '
+import json, sys
+r = json.load(sys.stdin).get("return") or []
+if not r:
+    print("none"); sys.exit(0)
+c, h = r[0], r[0].get("helper", {})
+print(c["vendor"], sum(1 for x in c["counters"] if not x["fixed"]),
+      sum(1 for x in c["counters"] if x["fixed"]), h.get("vm", "-"),
+      h.get("counters", "-"), h.get("connects", "-"))' 2>&1
+}
+
+# TCG: stat-exact in a Skylake guest, no PMU-specific XML but pmu='on'.
+domain qemu vpmu-tcg "<cpu mode='custom' match='exact'><model fallback='forbid'>Skylake-Client</model></cpu>" \
+    "console=ttyS0 panic=-1 quiet nmi_watchdog=0 vpmu.test=stat-exact vpmu.require_pmu=1" \
+    >"$dir/tcg.xml"
+"${VIRSH[@]}" create "$dir/tcg.xml" >"$dir/create.out" 2>&1
+tap $? "virsh create: a TCG domain with <pmu state='on'/>" "$(cat "$dir/create.out")"
+out=$(vpmu_query vpmu-tcg)
+[ "$out" = "intel 8 3 - - -" ]
+tap $? "virsh qemu-monitor-command query-vpmu: the guest's Intel PMU, 8 GP + 3 fixed ($out)"
+for _ in $(seq 600); do
+    "${VIRSH[@]}" domstate vpmu-tcg >/dev/null 2>&1 || break
+    sleep 0.5
+done
+tr -d '\r' <"$dir/vpmu-tcg.log" >"$dir/tcg.tap"
+tap_copy "tcg: " "$dir/tcg.tap"
+grep -q 'VPMU-GUEST-EXIT 0' "$dir/tcg.tap"
+tap $? "the TCG guest ended with exit status 0" "$(tail -5 "$dir/tcg.tap")"
+
+# KVM: vpmu from /etc/qemu/vpmu.conf, events from the helper.
+mkdir -p "$dir/policy" /etc/qemu
+printf 'events = allow 0x3c, 0x76, 0xc0\ncounters = 3\n' \
+    >"$dir/policy/vpmu-kvm.conf"
+"$helper" --socket "$dir/helper.sock" --socket-group kvm \
+    --policy-dir "$dir/policy" 2>"$dir/helper.log" &
+pids+=("$!")
+printf '[vpmu]\nkvm = on\nhelper = %s\n' "$dir/helper.sock" >"$CONF"
+for _ in $(seq 50); do
+    [ -S "$dir/helper.sock" ] && break
+    sleep 0.1
+done
+domain kvm vpmu-kvm "<cpu mode='host-passthrough'><feature policy='disable' name='arch-capabilities'/></cpu>" \
+    "console=ttyS0" >"$dir/kvm.xml"
+"${VIRSH[@]}" create --paused "$dir/kvm.xml" >"$dir/create.out" 2>&1
+tap $? "virsh create --paused: a KVM domain, vpmu from vpmu.conf" "$(cat "$dir/create.out")"
+uid=$(awk '/^Uid:/ { print $2 }' "/proc/$(pgrep -f 'guest=vpmu-kvm' | head -1)/status" 2>/dev/null)
+[ "$uid" = "$(id -u libvirt-qemu)" ]
+tap $? "its QEMU runs as libvirt-qemu (uid $uid)"
+out=$(vpmu_query vpmu-kvm)
+vendor=$(grep -q GenuineIntel /proc/cpuinfo && echo intel || echo amd)
+[ "$out" = "$vendor 3 $([ "$vendor" = intel ] && echo 3 || echo 0) vpmu-kvm 3 1" ]
+tap $? "query-vpmu: the helper's policy for domain vpmu-kvm, 3 GP counters, one connect ($out)" "$(cat "$dir/helper.log")"
+"${VIRSH[@]}" destroy vpmu-kvm >/dev/null 2>&1
+tap_end
