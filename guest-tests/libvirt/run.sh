@@ -148,7 +148,8 @@ EOF
 }
 
 # vpmu_query DOM: query-vpmu's first vCPU through virsh, as
-# "vendor GP fixed helper.vm helper.counters helper.connects".
+# "vendor GP fixed helper.vm helper.by-cgroup helper.counters
+# helper.connects".
 vpmu_query() {
     "${VIRSH[@]}" qemu-monitor-command "$1" '{"execute":"query-vpmu"}' |
         python3 -c '
@@ -159,7 +160,8 @@ if not r:
 c, h = r[0], r[0].get("helper", {})
 print(c["vendor"], sum(1 for x in c["counters"] if not x["fixed"]),
       sum(1 for x in c["counters"] if x["fixed"]), h.get("vm", "-"),
-      h.get("counters", "-"), h.get("connects", "-"))' 2>&1
+      h.get("by-cgroup", "-"), h.get("counters", "-"),
+      h.get("connects", "-"))' 2>&1
 }
 
 # TCG: stat-exact in a Skylake guest, no PMU-specific XML but pmu='on'.
@@ -169,7 +171,7 @@ domain qemu vpmu-tcg "<cpu mode='custom' match='exact'><model fallback='forbid'>
 "${VIRSH[@]}" create "$dir/tcg.xml" >"$dir/create.out" 2>&1
 tap $? "virsh create: a TCG domain with <pmu state='on'/>" "$(cat "$dir/create.out")"
 out=$(vpmu_query vpmu-tcg)
-[ "$out" = "intel 8 3 - - -" ]
+[ "$out" = "intel 8 3 - - - -" ]
 tap $? "virsh qemu-monitor-command query-vpmu: the guest's Intel PMU, 8 GP + 3 fixed ($out)"
 for _ in $(seq 600); do
     "${VIRSH[@]}" domstate vpmu-tcg >/dev/null 2>&1 || break
@@ -201,7 +203,7 @@ uid=$(awk '/^Uid:/ { print $2 }' "/proc/$(pgrep -f 'guest=vpmu-kvm' | head -1)/s
 tap $? "its QEMU runs as libvirt-qemu (uid $uid)"
 out=$(vpmu_query vpmu-kvm)
 vendor=$(grep -q GenuineIntel /proc/cpuinfo && echo intel || echo amd)
-[ "$out" = "$vendor 3 $([ "$vendor" = intel ] && echo 3 || echo 0) vpmu-kvm 3 1" ]
-tap $? "query-vpmu: the helper's policy for domain vpmu-kvm, 3 GP counters, one connect ($out)" "$(cat "$dir/helper.log")"
+[ "$out" = "$vendor 3 $([ "$vendor" = intel ] && echo 3 || echo 0) vpmu-kvm True 3 1" ]
+tap $? "query-vpmu: the helper knew domain vpmu-kvm by its libvirt cgroup and gave its policy: 3 GP counters, one connect ($out)" "$(cat "$dir/helper.log")"
 "${VIRSH[@]}" destroy vpmu-kvm >/dev/null 2>&1
 tap_end
