@@ -359,6 +359,35 @@ START_TEST(test_hangup)
 }
 END_TEST
 
+static unsigned log_lines;
+static char last_log[320];
+
+static void count_log(void *opaque, const char *msg)
+{
+    log_lines++;
+    snprintf(last_log, sizeof(last_log), "%s", msg);
+}
+
+/* 12 refusals: 8 logged, then one line saying the rest are only counted. */
+START_TEST(test_log_limit)
+{
+    VpmuHelperOpen req = open_req(getpid());
+    char want[320];
+
+    opts.log = count_log;
+    log_lines = 0;
+    req.reserved = 1;
+    for (int i = 0; i < 12; i++) {
+        refused(&req, sizeof(req), -EPROTO, "reserved field is not 0");
+    }
+    ck_assert_uint_eq(log_lines, 9);
+    snprintf(want, sizeof(want), "vpmu-helper: pid %d (VM 'test-vm'): "
+             "further refusals are only counted", (int)getpid());
+    ck_assert_str_eq(last_log, want);
+    ck_assert_uint_eq(conn.stats.refusals, 12);
+}
+END_TEST
+
 /* fds a client sends along are closed, never kept. */
 START_TEST(test_fds_sent)
 {
@@ -405,6 +434,7 @@ int main(void)
     tcase_add_test(tc, test_no_policy);
     tcase_add_test(tc, test_hangup);
     tcase_add_test(tc, test_fds_sent);
+    tcase_add_test(tc, test_log_limit);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -66,6 +66,7 @@ typedef struct HelperServerOpts {
 #define HELPER_RATE_DEFAULT     64
 #define HELPER_BURST_DEFAULT    128
 #define HELPER_MAX_THREADS      64      /* vCPU threads tracked per client */
+#define HELPER_LOG_REFUSALS     8       /* refusals logged per client */
 
 typedef struct HelperThread {
     pid_t tid;

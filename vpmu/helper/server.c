@@ -124,8 +124,12 @@ static int refuse(HelperConn *c, const HelperServerOpts *o,
     va_start(ap, fmt);
     vsnprintf(reply.message, sizeof(reply.message), fmt, ap);
     va_end(ap);
-    c->stats.refusals++;
-    logf_conn(o, c, reply.message);
+    /* A client that floods refusals must not flood the log too. */
+    if (++c->stats.refusals <= HELPER_LOG_REFUSALS) {
+        logf_conn(o, c, reply.message);
+    } else if (c->stats.refusals == HELPER_LOG_REFUSALS + 1) {
+        logf_conn(o, c, "further refusals are only counted");
+    }
     return send_reply(c, &reply, sizeof(reply), -1);
 }
 
