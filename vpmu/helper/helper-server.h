@@ -39,6 +39,12 @@ int helper_policy_parse(const char *text, HelperPolicy *out, char *err,
 int helper_policy_load(const char *dir, const char *vm, HelperPolicy *out,
                        char *err, size_t errlen);
 void helper_policy_clear(HelperPolicy *p);
+/*
+ * At most @len - 1 bytes of a file into @buf, NUL-terminated.
+ * Return: the length; -errno; -EFBIG if there is more (@buf holds the
+ * start, terminated, all the same).
+ */
+int helper_read_file(const char *path, char *buf, size_t len);
 
 /*
  * A VM's name from its QEMU process: the libvirt machine cgroup

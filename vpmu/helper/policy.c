@@ -148,12 +148,8 @@ int helper_policy_parse(const char *text, HelperPolicy *out, char *err,
     return 0;
 }
 
-/*
- * Read at most @len - 1 bytes of a file into @buf, NUL-terminated.
- * Return: the length; -errno; -EFBIG if there is more (@buf holds the
- * start, terminated, all the same).
- */
-static int read_small(const char *path, char *buf, size_t len)
+/* helper-server.h; policies and /proc files are small, read whole. */
+int helper_read_file(const char *path, char *buf, size_t len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
     size_t n = 0;
@@ -185,11 +181,11 @@ int helper_policy_load(const char *dir, const char *vm, HelperPolicy *out,
     /* A name with '/' or a leading '.' would leave the directory. */
     if (*vm && !strchr(vm, '/') && vm[0] != '.') {
         snprintf(path, sizeof(path), "%s/%s.conf", dir, vm);
-        r = read_small(path, text, sizeof(text));
+        r = helper_read_file(path, text, sizeof(text));
     }
     if (r == -ENOENT) {
         snprintf(path, sizeof(path), "%s/default.conf", dir);
-        r = read_small(path, text, sizeof(text));
+        r = helper_read_file(path, text, sizeof(text));
     }
     if (r == -ENOENT) {
         return vpmu_errorf(err, errlen, r, "no policy for VM '%s' in %s "
@@ -277,7 +273,7 @@ int helper_vm_identity(const char *proc, pid_t pid, char *vm, size_t len,
 
     *cgroup = false;
     snprintf(path, sizeof(path), "%s/%d/cgroup", proc, (int)pid);
-    n = read_small(path, buf, sizeof(buf));
+    n = helper_read_file(path, buf, sizeof(buf));
     if (n < 0 && n != -EFBIG) {
         return n;
     }
@@ -294,7 +290,7 @@ int helper_vm_identity(const char *proc, pid_t pid, char *vm, size_t len,
         line = nl ? nl + 1 : NULL;
     }
     snprintf(path, sizeof(path), "%s/%d/cmdline", proc, (int)pid);
-    n = read_small(path, buf, sizeof(buf));
+    n = helper_read_file(path, buf, sizeof(buf));
     if (n < 0 && n != -EFBIG) {
         return n;
     }

@@ -6,6 +6,7 @@
  * its reason, and the connection stays up; only a socket error ends it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,22 +152,19 @@ static HelperThread *thread_of(HelperConn *c, pid_t tid, bool add)
 static bool peer_thread(const HelperConn *c, const HelperServerOpts *o,
                         pid_t tid)
 {
-    char path[64], buf[1024];
+    char path[PATH_MAX], buf[1024];
     const char *tgid;
-    FILE *f;
-    size_t n;
+    int n;
 
     if (tid <= 0) {
         return false;
     }
     snprintf(path, sizeof(path), "%s/%d/status", o->proc, (int)tid);
-    f = fopen(path, "re");
-    if (!f) {
+    /* Tgid is on the first lines: the start of a long file will do. */
+    n = helper_read_file(path, buf, sizeof(buf));
+    if (n < 0 && n != -EFBIG) {
         return false;
     }
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     /* "Tgid:" starts a line; /proc has "Name:" before it. */
     tgid = strncmp(buf, "Tgid:", 5) == 0 ? buf : strstr(buf, "\nTgid:");
     if (tgid && *tgid == '\n') {
