@@ -561,8 +561,7 @@ void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
     case VPMU_MSR_FIXED_CTR_CTRL:
         for (unsigned i = 0; i < pmu->nr_fixed; i++) {
             counter_set_ctl(&pmu->fixed[i],
-                            (val >> (VPMU_FIXED_CTRL_BITS * i)) &
-                            VPMU_FIXED_CTRL_FIELD, &dec[i]);
+                            vpmu_fixed_ctrl_field(val, i), &dec[i]);
         }
         break;
     case VPMU_MSR_GLOBAL_CTRL:

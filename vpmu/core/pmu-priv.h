@@ -54,6 +54,12 @@ _Static_assert(VPMU_EVTSEL_MODIFIERS == VPMU_RAW_MODIFIERS,
 #define VPMU_FIXED_CTRL_EN  (VPMU_FIXED_CTRL_OS | VPMU_FIXED_CTRL_USR)
 #define VPMU_FIXED_CTRL_FIELD GENMASK_ULL(3, 0)
 
+/* Fixed counter @i's field of a FIXED_CTR_CTRL value. */
+static inline uint64_t vpmu_fixed_ctrl_field(uint64_t ctrl, unsigned i)
+{
+    return (ctrl >> (VPMU_FIXED_CTRL_BITS * i)) & VPMU_FIXED_CTRL_FIELD;
+}
+
 /* A counter's control, decoded once when it is written (counter.c). */
 typedef struct VpmuCtl {
     bool en;            /* the counter's own enable (EVTSEL.EN / fixed OS|USR) */

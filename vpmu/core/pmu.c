@@ -347,8 +347,7 @@ int vpmu_pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val)
     } else if (kind == VPMU_MSR_FIXED_CTR_CTRL) {
         for (unsigned i = 0; i < pmu->nr_fixed; i++) {
             vpmu_ctl_decode(pmu, &pmu->fixed[i],
-                            (val >> (VPMU_FIXED_CTRL_BITS * i)) &
-                            VPMU_FIXED_CTRL_FIELD, &dec[i]);
+                            vpmu_fixed_ctrl_field(val, i), &dec[i]);
         }
     }
     vpmu_pmu_apply(pmu, kind, idx, val, dec);
