@@ -21,23 +21,13 @@ build=${1:?usage: helper-daemon.sh BUILD_DIR}
 helper=$build/vpmu-helper
 client=$build/tests/helper/helper-open
 sysctl=/proc/sys/kernel/perf_event_paranoid
-n=0
-failed=0
+# shellcheck source=../../guest-tests/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../guest-tests/tap.sh"
 
-ok() {
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        failed=1
-    fi
-}
-
+tap_begin
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null ||
    ! id nobody >/dev/null 2>&1 || [ ! -w "$sysctl" ]; then
-    echo "1..0 # SKIP needs root, setpriv, user nobody and a writable $sysctl"
-    exit 0
+    tap_skip_all "needs root, setpriv, user nobody and a writable $sysctl"
 fi
 
 dir=$(mktemp -d /tmp/vpmu-helperd-XXXXXX)
@@ -91,24 +81,24 @@ check_level() {
 
     echo "$level" >"$sysctl"
     start_helper
-    ok $? "paranoid $level: the helper starts and listens"
+    tap $? "paranoid $level: the helper starts and listens"
     out=$(awk '/^CapEff:/ { print $2 }' "/proc/$hpid/status")
     [ "$out" = "$want_caps" ]
-    ok $? "paranoid $level: its capabilities are $want_caps (got $out)"
+    tap $? "paranoid $level: its capabilities are $want_caps (got $out)"
     fds=$(fds_of "$hpid")
     out=$(as_nobody "$client" --direct)
     [ "$out" = "refused -13" ]
-    ok $? "paranoid $level: nobody's own task-clock event: EACCES ($out)"
+    tap $? "paranoid $level: nobody's own task-clock event: EACCES ($out)"
     out=$(as_nobody "$client" "$dir/sock")
     [[ $out =~ ^ok\ ([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 50000000 ]
-    ok $? "paranoid $level: through the helper it opens and counts >= 50 ms ($out)"
+    tap $? "paranoid $level: through the helper it opens and counts >= 50 ms ($out)"
     out=$(as_nobody "$client" "$dir/sock" 1)
     [[ $out =~ ^refused\ -1\ thread\ 1\ is\ not\ one\ of\ process\ [0-9]+$ ]]
-    ok $? "paranoid $level: a thread of another process is refused ($out)"
+    tap $? "paranoid $level: a thread of another process is refused ($out)"
     [ "$(fds_of "$hpid")" = "$fds" ]
-    ok $? "paranoid $level: the helper holds no fd more ($fds)"
+    tap $? "paranoid $level: the helper holds no fd more ($fds)"
     stop_helper && [ ! -e "$dir/sock" ]
-    ok $? "paranoid $level: stopped by pid, its socket removed"
+    tap $? "paranoid $level: stopped by pid, its socket removed"
 }
 
 # Socket activation: the socket on fd 3, LISTEN_PID = the helper's pid.
@@ -135,13 +125,12 @@ EOF
     done
     out=$(as_nobody "$client" "$dir/act.sock")
     [[ $out =~ ^ok\ [0-9]+$ ]]
-    ok $? "socket activation: the helper serves the socket it was given ($out)"
+    tap $? "socket activation: the helper serves the socket it was given ($out)"
     stop_helper
-    ok $? "socket activation: stopped by pid"
+    tap $? "socket activation: stopped by pid"
 }
 
-echo "1..16"
 check_level 2 0000004000000000
 check_level 3 0000004000200000
 check_activation
-exit 0
+tap_end
