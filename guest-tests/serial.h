@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * COM1 output for the bare payloads (guest-tests/baremetal/runtime.c,
- * guest-tests/kvm/pmu-test.c, bench/nested-kvm-msr.c): port I/O, polled,
+ * guest-tests/kvm/lib.c, bench/nested-kvm-msr.c): port I/O, polled,
  * no interrupts.
  */
 #ifndef VPMU_PAYLOAD_SERIAL_H

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# KVM vPMU guest test: boots pmu-test.c (a 64 KiB real-mode -bios image)
+# KVM vPMU guest test: boots the payload (a 64 KiB real-mode -bios image)
 # under the patched QEMU with -accel kvm,vpmu=on and prints its TAP, plus
 # checks of its own: the payload ran to the end, RDPMC behaves as the host
 # KVM allows (QEMU's startup line), QMP query-vpmu reports the KVM vCPU.
 #
 #   guest-tests/kvm/run.sh    one TAP stream (guest-tests/tap.sh), exit 0;
 #                             "1..0 # SKIP <why>" without /dev/kvm, KVM
-#                             caps, a QEMU with vpmu=on or an Intel host
+#                             caps or a QEMU with vpmu=on; the payload
+#                             checks Intel or AMD, as the host is
 # Environment: QEMU (default build/qemu/qemu-system-x86_64, make qemu),
 # VPMU_BUILD (default build/): the payload goes to $VPMU_BUILD/guest-kvm.
 set -uo pipefail
@@ -17,7 +18,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../tap.sh"
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${VPMU_BUILD:-$ROOT/build}/guest-kvm
-# What pmu-test.c expects (NR_GP, NR_FIXED, WIDTH there).
+# What the payload expects (payload.h's NR_GP, intel.c's NR_FIXED and
+# WIDTH; on AMD only pmu-gp-counters applies).
 # -arch-capabilities: this host's paravirtual KVM refuses QEMU's write of
 # IA32_ARCH_CAPABILITIES (0x10a = 0x69) at vCPU set-up, and QEMU aborts in
 # kvm_buf_set_msrs (Debian's own QEMU 7.2 too, without vpmu; 2026-11-24).
@@ -67,7 +69,7 @@ check_refusal "$OUT/qemu.err"
 if [ -s "$OUT/qemu.err" ]; then
     sed 's/^/# qemu: /' "$OUT/qemu.err"
 fi
-# The payload skips on a host it cannot check (not an Intel CPU).
+# The payload skips on a host it cannot check (neither Intel nor AMD).
 if grep -q '^# SKIP' "$OUT/tap.out"; then
     skip "$(sed -n 's/^# SKIP: //p' "$OUT/tap.out")"
 fi
@@ -91,7 +93,8 @@ fi
 grep -c 'no hardware PMU' "$OUT/qemu.err" | grep -qx '[01]'
 tap $? "the no-hardware-PMU notice, if any, is one line"
 
-# QMP query-vpmu on stopped KVM vCPUs (-smp 2): 4 GP + 3 fixed, Intel.
+# QMP query-vpmu on stopped KVM vCPUs (-smp 2): 4 GP + 3 fixed on Intel,
+# 4 GP on AMD.
 sock="$OUT/qmp.sock"
 rm -f "$sock"
 timeout 60 "$QEMU" "${QEMU_ARGS[@]}" -smp 2 -S -bios "$OUT/payload.bin" \
@@ -130,8 +133,10 @@ EOF
 )
 wait "$qpid" 2>/dev/null
 echo "# query-vpmu: $qmp (vCPUs, vendor, GP, fixed)"
-[ "$qmp" = "2 intel 4 3" ]
-tap $? "QMP query-vpmu reports both KVM vCPUs' PMU (intel, 4 GP, 3 fixed)"
+want="2 intel 4 3"
+grep -q AuthenticAMD /proc/cpuinfo && want="2 amd 4 0"
+[ "$qmp" = "$want" ]
+tap $? "QMP query-vpmu reports both KVM vCPUs' PMU ($want: vCPUs, vendor, GP, fixed)"
 [ "$(grep -c 'KVM has no vPMU' "$OUT/qmp-qemu.out")" = "$novpmu" ]
 tap $? "with 2 vCPUs, the startup notices are still one line each"
 tap_end
