@@ -7,10 +7,16 @@
 #     <qemu:commandline>: the guest's perf stat counts exactly
 #     (stat-exact's TAP, copied in), and its console says the guest ended;
 #   - virsh qemu-monitor-command DOM query-vpmu answers for it;
-#   - a KVM domain, host-passthrough with pmu on, vpmu chosen by
-#     /etc/qemu/vpmu.conf and its events opened by vpmu-helper (started
-#     here, as root): query-vpmu shows the helper's policy for the domain,
-#     known by its libvirt cgroup or name, with one connect.
+#   - two KVM domains, host-passthrough with pmu on, vpmu chosen by
+#     /etc/qemu/vpmu.conf and their events opened by vpmu-helper (started
+#     here, as root), boot guest-tests/kvm's real-mode payload as their
+#     ROM: vpmu-kvm's cycles count (task-clock through the helper) and
+#     query-vpmu shows the helper's policy for it, known by its libvirt
+#     cgroup; vpmu-deny's policy denies cycles: its counter stays at 0,
+#     and query-vpmu shows the filtered programmings and the helper's
+#     refusals;
+#   - a client in vpmu-deny's cgroup, as libvirt-qemu, is refused an fd
+#     for a vCPU thread of vpmu-kvm.
 #
 # Set up here and undone at the end, also when a check fails: the user,
 # groups and directories libvirt-daemon-system would create (only those
@@ -59,8 +65,9 @@ pids=()
 
 cleanup() {
     local p
-    "${VIRSH[@]}" destroy vpmu-kvm >/dev/null 2>&1
-    "${VIRSH[@]}" destroy vpmu-tcg >/dev/null 2>&1
+    for p in vpmu-tcg vpmu-kvm vpmu-deny; do
+        "${VIRSH[@]}" destroy "$p" >/dev/null 2>&1
+    done
     for p in "${pids[@]}"; do
         kill "$p" 2>/dev/null
     done
@@ -182,10 +189,22 @@ tap_copy "tcg: " "$dir/tcg.tap"
 grep -q 'VPMU-GUEST-EXIT 0' "$dir/tcg.tap"
 tap $? "the TCG guest ended with exit status 0" "$(tail -5 "$dir/tcg.tap")"
 
-# KVM: vpmu from /etc/qemu/vpmu.conf, events from the helper.
+# KVM: vpmu from /etc/qemu/vpmu.conf, events from the helper.  Two
+# domains boot guest-tests/kvm's real-mode payload from <loader
+# type='rom'>, built for the PMU their policy gives: vpmu-kvm may count
+# cycles (task-clock, opened by the helper), vpmu-deny's policy denies
+# them.  Both have 3 counters.
+for p in kvm:0 deny:1; do
+    mkdir -p "$dir/payload-${p%:*}"
+    make -s -C "$ROOT/guest-tests/kvm" OUT="$dir/payload-${p%:*}" NR_GP=3 \
+        CYCLES_DENIED="${p#*:}" >"$dir/make.log" 2>&1 ||
+        { tap 1 "build the payloads" "$(cat "$dir/make.log")"; tap_end; }
+done
 mkdir -p "$dir/policy" /etc/qemu
 printf 'events = allow 0x3c, 0x76, 0xc0\ncounters = 3\n' \
     >"$dir/policy/vpmu-kvm.conf"
+printf 'events = deny 0x3c, 0x76\ncounters = 3\n' \
+    >"$dir/policy/vpmu-deny.conf"
 "$helper" --socket "$dir/helper.sock" --socket-group kvm \
     --policy-dir "$dir/policy" 2>"$dir/helper.log" &
 pids+=("$!")
@@ -194,16 +213,125 @@ for _ in $(seq 50); do
     [ -S "$dir/helper.sock" ] && break
     sleep 0.1
 done
-domain kvm vpmu-kvm "<cpu mode='host-passthrough'><feature policy='disable' name='arch-capabilities'/></cpu>" \
-    "console=ttyS0" >"$dir/kvm.xml"
-"${VIRSH[@]}" create --paused "$dir/kvm.xml" >"$dir/create.out" 2>&1
-tap $? "virsh create --paused: a KVM domain, vpmu from vpmu.conf" "$(cat "$dir/create.out")"
-uid=$(awk '/^Uid:/ { print $2 }' "/proc/$(pgrep -f 'guest=vpmu-kvm' | head -1)/status" 2>/dev/null)
+
+# kvm_domain NAME: the payload of NAME as -bios, its COM1 in DIR/NAME.log.
+kvm_domain() {
+    cat <<EOF
+<domain type='kvm'>
+  <name>$1</name>
+  <memory unit='MiB'>16</memory>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <loader type='rom' readonly='yes'>$dir/payload-${1#vpmu-}/payload.bin</loader>
+  </os>
+  <features><pmu state='on'/></features>
+  <cpu mode='host-passthrough'><feature policy='disable' name='arch-capabilities'/></cpu>
+  <devices>
+    <emulator>$qemu</emulator>
+    <serial type='file'><source path='$dir/$1.log'/><target port='0'/></serial>
+  </devices>
+</domain>
+EOF
+}
+
+# run_payload NAME: start the domain, wait for the payload's last line
+# (it then halts), copy its TAP.
+run_payload() {
+    kvm_domain "$1" >"$dir/$1.xml"
+    "${VIRSH[@]}" create "$dir/$1.xml" >"$dir/create.out" 2>&1
+    tap $? "virsh create: KVM domain $1, vpmu from vpmu.conf" "$(cat "$dir/create.out")"
+    for _ in $(seq 600); do
+        grep -q '^# done: ' "$dir/$1.log" 2>/dev/null && break
+        sleep 0.2
+    done
+    tap_copy "$1: " "$dir/$1.log"
+    grep -q '^# done: ' "$dir/$1.log"
+    tap $? "$1: the payload ran to the end" "$(tail -5 "$dir/$1.log")"
+}
+
+# kvm_query DOM: query-vpmu's first vCPU as "vendor GP fixed helper.vm
+# helper.by-cgroup helper.counters helper.connects helper.refusals
+# helper.failures filtered counter0.filtered source-last-error
+# helper.opens helper.last-error".
+kvm_query() {
+    "${VIRSH[@]}" qemu-monitor-command "$1" '{"execute":"query-vpmu"}' |
+        python3 -c '
+import json, sys
+r = json.load(sys.stdin).get("return") or []
+if not r:
+    print("none"); sys.exit(0)
+c, h = r[0], r[0].get("helper", {})
+print(c["vendor"], sum(1 for x in c["counters"] if not x["fixed"]),
+      sum(1 for x in c["counters"] if x["fixed"]), h.get("vm", "-"),
+      h.get("by-cgroup", "-"), h.get("counters", "-"),
+      h.get("connects", "-"), h.get("refusals", "-"), h.get("failures", "-"),
+      c["filtered"], c["counters"][0]["filtered"],
+      c.get("source-last-error", "-"), h.get("opens", "-"),
+      h.get("last-error", "-"))' 2>&1
+}
+
+vendor=$(grep -q GenuineIntel /proc/cpuinfo && echo intel || echo amd)
+fixed=$([ "$vendor" = intel ] && echo 3 || echo 0)
+run_payload vpmu-kvm
+qpid_kvm=$(pgrep -f 'guest=vpmu-kvm' | head -1)
+uid=$(awk '/^Uid:/ { print $2 }' "/proc/$qpid_kvm/status" 2>/dev/null)
 [ "$uid" = "$(id -u libvirt-qemu)" ]
 tap $? "its QEMU runs as libvirt-qemu (uid $uid)"
-out=$(vpmu_query vpmu-kvm)
-vendor=$(grep -q GenuineIntel /proc/cpuinfo && echo intel || echo amd)
-[ "$out" = "$vendor 3 $([ "$vendor" = intel ] && echo 3 || echo 0) vpmu-kvm True 3 1" ]
-tap $? "query-vpmu: the helper knew domain vpmu-kvm by its libvirt cgroup and gave its policy: 3 GP counters, one connect ($out)" "$(cat "$dir/helper.log")"
-"${VIRSH[@]}" destroy vpmu-kvm >/dev/null 2>&1
+# The perf source probes the host once per vCPU: hardware cycles, and
+# without a hardware PMU the task clock (docs/perf-source.md).  Here the
+# hardware probe fails (ENOENT, a refusal the helper passes on), the task
+# clock opens (1), and counter 0 opens its event once, which then serves
+# every programming of cycles (2).  With a hardware PMU every generic
+# event is probed: nothing refused, and more than 2 opens.
+out=$(kvm_query vpmu-kvm)
+if grep -q 'no hardware PMU on this host' /var/log/libvirt/qemu/vpmu-kvm.log; then
+    [ "$out" = "$vendor 3 $fixed vpmu-kvm True 3 1 1 0 0 0 - 2 perf_event_open: No such file or directory" ]
+else
+    [[ $out =~ ^"$vendor 3 $fixed vpmu-kvm True 3 1 0 0 0 0 - "([0-9]+)" -"$ ]] &&
+        [ "${BASH_REMATCH[1]}" -gt 2 ]
+fi
+tap $? "query-vpmu: the helper knew vpmu-kvm by its libvirt cgroup, gave its policy (3 GP counters, one connect) and opened its cycles ($out)" "$(cat "$dir/helper.log")"
+
+# The policy of vpmu-deny denies cycles: the payload checks that its
+# counter 0 never counts; the helper refused both cycles probes (hardware
+# and task clock) by the policy and opened nothing; the 4 enabling writes
+# of PERF_CTL0/PERFEVTSEL0 with cycles (amd.c test_global_ctl, lib.c
+# test_counting, test_pmi, test_rdpmc) were each filtered, on counter 0.
+run_payload vpmu-deny
+qpid_deny=$(pgrep -f 'guest=vpmu-deny' | head -1)
+out=$(kvm_query vpmu-deny)
+if [ "$vendor" = intel ]; then
+    want="intel 3 3 vpmu-deny True 3 1 2 0 4 4 - 0 event 0x3c denied by the policy of VM 'vpmu-deny'"
+else
+    want="amd 3 0 vpmu-deny True 3 1 2 0 4 4 - 0 event 0x76 denied by the policy of VM 'vpmu-deny'"
+fi
+[ "$out" = "$want" ]
+tap $? "query-vpmu: vpmu-deny's denied cycles were filtered 4 times on counter 0, the helper refused them twice and opened nothing ($out)"
+
+# A second domain cannot get fds for the first's threads: a client that
+# runs as libvirt-qemu in vpmu-deny's cgroup (the helper takes it for
+# that domain) asks for the vCPU thread of vpmu-kvm's QEMU.
+# cgroup_procs PID: cgroup.procs of PID's cgroup, in the unified
+# hierarchy if it is mounted, else in the v1 cpu controller's.
+cgroup_procs() {
+    local line
+    line=$(grep -m1 '^0::/' "/proc/$1/cgroup")
+    [ -d "/sys/fs/cgroup${line#0::}" ] && [ -n "${line#0::/}" ] &&
+        { echo "/sys/fs/cgroup${line#0::}/cgroup.procs"; return; }
+    line=$(grep -m1 '^[0-9]*:cpu:' "/proc/$1/cgroup") &&
+        echo "/sys/fs/cgroup/cpu${line#*:cpu:}/cgroup.procs"
+}
+vcpu=$(grep -lx 'CPU 0/KVM' /proc/"$qpid_kvm"/task/*/comm | head -1 | cut -d/ -f5)
+procs=$(cgroup_procs "$qpid_deny")
+out=$(sh -c 'echo $$ >"$1" && exec setpriv --reuid=libvirt-qemu \
+        --regid=libvirt-qemu --init-groups --inh-caps=-all \
+        --bounding-set=-all -- "$2" "$3" "$4"' \
+      sh "$procs" "$BUILD/tests/helper/helper-open" "$dir/helper.sock" "$vcpu" 2>&1)
+[[ $out =~ ^refused\ -1\ thread\ $vcpu\ is\ not\ one\ of\ process\ ([0-9]+)$ ]] &&
+    grep -q "(VM 'vpmu-deny'): thread $vcpu is not one of process ${BASH_REMATCH[1]}" "$dir/helper.log"
+tap $? "a client in vpmu-deny's cgroup, as libvirt-qemu, cannot get an fd for vpmu-kvm's vCPU thread $vcpu ($out)" "$(tail -3 "$dir/helper.log")"
+for d in vpmu-kvm vpmu-deny; do
+    "${VIRSH[@]}" destroy "$d" >/dev/null 2>&1
+done
 tap_end
