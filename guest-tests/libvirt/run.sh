@@ -20,9 +20,9 @@
 #
 # Set up here and undone at the end, also when a check fails: the user,
 # groups and directories libvirt-daemon-system would create (only those
-# that were missing), /dev/kvm's group and mode, kernel.perf_event_paranoid,
-# /etc/qemu/vpmu.conf; libvirtd, virtlogd and the helper are started here
-# and stopped by pid.
+# that were missing), what libvirtd and virtlogd write there, /dev/kvm's
+# group and mode, kernel.perf_event_paranoid, /etc/qemu/vpmu.conf;
+# libvirtd, virtlogd and the helper are started here and stopped by pid.
 #
 # Environment: VPMU_BUILD (meson build directory), IMAGE (the guest image).
 # TAP on stdout; 1..0 # SKIP without root, libvirtd or the guest image.
@@ -62,6 +62,11 @@ had_etc_qemu=0
 [ -d /etc/qemu ] && had_etc_qemu=1
 [ -e "$CONF" ] && cp -p "$CONF" "$dir/vpmu.conf.saved"
 pids=()
+# What libvirtd and virtlogd write (caches, logs, state): every path in
+# these trees that was not there before the run is removed after it.
+TREES=(/etc/libvirt /var/lib/libvirt /var/cache/libvirt /var/log/libvirt
+       /run/libvirt)
+find "${TREES[@]}" 2>/dev/null | sort >"$dir/before.list"
 
 cleanup() {
     local p
@@ -85,6 +90,8 @@ cleanup() {
         rm -f "$CONF"
         [ "$had_etc_qemu" = 1 ] || rmdir /etc/qemu 2>/dev/null
     fi
+    find "${TREES[@]}" 2>/dev/null | sort | comm -13 "$dir/before.list" - |
+        sort -r | while IFS= read -r p; do rm -rf "$p"; done
     for p in "${made_users[@]}"; do userdel "$p"; done
     for p in "${made_groups[@]}"; do groupdel "$p" 2>/dev/null; done
     rm -rf "$dir"
