@@ -7,8 +7,9 @@
 #   make bench   build and run the benchmarks (MSR, perf, ring buffer, KVM)
 #   make qemu    build QEMU 7.2 + qemu-patches/ with libvpmu (docs/qemu.md)
 #   make install libvpmu, vpmu-helper and its units, the QEMU binary, docs
-#                (PREFIX=/usr/local, DESTDIR=; docs/helper.md)
-#   make clean   remove build/ and build-asan/ (the test logs are in them)
+#                (PREFIX=/usr/local, DESTDIR=, INSTALL_BUILD=; docs/deploy.md)
+#   make clean   remove build/, build-asan/ and build-install/ (the test logs
+#                are in build/)
 #
 # make check RUNS="plain asan" runs a subset (plain, asan, valgrind, guest);
 # V=1 shows every test's output.  One suite: meson test -C build --suite unit.
@@ -20,13 +21,14 @@ RUNS ?=
 .NOTPARALLEL:
 PREFIX ?= /usr/local
 DESTDIR ?=
+INSTALL_BUILD ?= build-install
 
 .PHONY: all help deps build check demo bench qemu install clean
 
 all: build
 
 help:
-	@sed -n '3,14s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,15s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 deps:
 	@scripts/install-deps.sh
@@ -62,22 +64,12 @@ bench: build
 qemu:
 	@scripts/build-qemu.sh
 
-# meson installs libvpmu, its headers and pkg-config file, vpmu-helper,
-# its systemd units and default policy, and the docs; then the QEMU binary
-# of make qemu (its firmware path is built in: no -L needed).
-# Only a new PREFIX reconfigures build/ (meson configure always does).
-install: build
-	@cur=$$($(MESON) introspect --buildoptions build | python3 -c \
-	    'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))'); \
-	[ "$$cur" = "$(PREFIX)" ] || $(MESON) configure build -Dprefix=$(PREFIX)
-	$(MESON) install -C build --destdir "$(DESTDIR)"
-	@if [ -x build/qemu/qemu-system-x86_64 ]; then \
-	    install -D -m 0755 build/qemu/qemu-system-x86_64 \
-	        "$(DESTDIR)$(PREFIX)/bin/qemu-system-x86_64"; \
-	else \
-	    echo "make install: no build/qemu/qemu-system-x86_64 (run make qemu): QEMU not installed" >&2; \
-	    exit 1; \
-	fi
+# libvpmu, its headers and pkg-config file, vpmu-helper, its systemd units
+# and default policy, the docs, and the QEMU binary of make qemu (its
+# firmware path is built in: no -L needed), from a build directory of its
+# own (INSTALL_BUILD), configured with PREFIX: build/ is never touched.
+install:
+	@scripts/install.sh "$(PREFIX)" "$(DESTDIR)" "$(INSTALL_BUILD)"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-install

@@ -118,7 +118,7 @@ echo 3 >"$SYSCTL"
 
 # The installed QEMU and helper.
 make -s -C "$ROOT" install DESTDIR="$dir/inst" PREFIX=/usr/local \
-    >"$dir/install.log" 2>&1
+    INSTALL_BUILD="$dir/build" >"$dir/install.log" 2>&1
 tap $? "make install DESTDIR=... PREFIX=/usr/local" "$(tail -5 "$dir/install.log")"
 qemu=$dir/inst/usr/local/bin/qemu-system-x86_64
 helper=$dir/inst/usr/local/sbin/vpmu-helper
