@@ -66,18 +66,50 @@ START_TEST(test_probe_fallback)
 }
 END_TEST
 
+/*
+ * A hardware PMU whose cycles are refused (EACCES: vpmu-helper's policy
+ * denies them) still offers the other 6 generic events that open: cycles
+ * then 6 probes = 7 calls, one log line, no task-clock fallback.
+ */
+START_TEST(test_probe_cycles_refused)
+{
+    VpmuPerfSourceOpts o = { .host_vendor = VPMU_VENDOR_INTEL,
+                             .guest_vendor = VPMU_VENDOR_INTEL };
+    FakeSys fs;
+    VpmuPerfSource *src;
+    VpmuPerfStats st;
+
+    fake_sys_init(&fs, true);
+    fs.fail[FAKE_OPEN] = -EACCES;       /* the first open: cycles */
+    o.sys = &fs.sys;
+    o.log = NULL;
+    ck_assert_int_eq(vpmu_perf_source_new(&o, &src), 0);
+    ck_assert_uint_eq(vpmu_perf_source_events(src),
+                      0x7f & ~VPMU_EVENT_BIT(VPMU_EVENT_CYCLES));
+    vpmu_perf_source_stats(src, &st);
+    ck_assert(st.hw_pmu);
+    ck_assert_uint_eq(fs.open_calls, HW_PROBES);
+    ck_assert_uint_eq(fake_sys_open_fds(&fs), 0);
+    vpmu_perf_source_free(src);
+    ck_assert(fake_sys_all_closed_once(&fs));
+}
+END_TEST
+
 START_TEST(test_no_perf_at_all)
 {
     env_up(HOST_NO_PERF, NULL);
-    /* Hardware probe and task-clock probe both refused: 2 calls. */
-    ck_assert_uint_eq(env.fs.open_calls, 2);
+    /*
+     * Every open refused with EACCES, which does not say "no hardware
+     * PMU": the 7 generic events are probed, then the task clock: 8 calls.
+     */
+    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 1);
     ck_assert_uint_eq(vpmu_perf_source_events(env.src), 0);
     ck_assert_uint_eq(env.logs, 1);
     ck_assert_ptr_nonnull(strstr(env.log, "unavailable"));
     /* Not an error for the guest: its counters count nothing. */
     wr(EVTSEL(0), EV_CYCLES | EOU);
     ck_assert_int_eq(state_of(VPMU_COUNTER_GP(0)), VPMU_COUNTER_UNSUPPORTED);
-    ck_assert_uint_eq(env.fs.open_calls, 2);
+    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 1);
     env_down();
 }
 END_TEST
@@ -488,6 +520,7 @@ static Suite *perf_suite(void)
     tcase_add_test(tc, test_opts_invalid);
     tcase_add_test(tc, test_probe_hw);
     tcase_add_test(tc, test_probe_fallback);
+    tcase_add_test(tc, test_probe_cycles_refused);
     tcase_add_test(tc, test_no_perf_at_all);
     tcase_add_test(tc, test_mapping_hw);
     tcase_add_test(tc, test_mapping_host_guest_split);

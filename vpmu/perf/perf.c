@@ -251,22 +251,50 @@ static int probe(VpmuPerfSource *src, VpmuArchEvent e)
     return 0;
 }
 
+/* The kernel's answers for a host with no hardware PMU (or none for us). */
+static bool no_hw_pmu(int r)
+{
+    return r == -ENOENT || r == -EOPNOTSUPP || r == -ENODEV;
+}
+
 /*
- * Hardware PMU: cycles opens, and every other generic event that opens is
- * offered.  Otherwise the task-clock fallback, if the task clock opens.
+ * Hardware PMU: every generic event that opens is offered.  Cycles is
+ * probed first: if the host answers that it has no hardware PMU, the
+ * others are not tried.  Any other refusal of cycles (vpmu-helper's policy
+ * denying it, for one) says nothing about the PMU, so the others are
+ * probed all the same and a policy that denies cycles keeps the rest.
  */
-static void probe_host(VpmuPerfSource *src)
+static int probe_hw(VpmuPerfSource *src)
 {
     int r = probe(src, VPMU_EVENT_CYCLES);
+    uint32_t events = r == 0 ? VPMU_EVENT_BIT(VPMU_EVENT_CYCLES) : 0;
+
+    if (no_hw_pmu(r)) {
+        return r;
+    }
+    for (unsigned e = VPMU_EVENT_CYCLES + 1; e < VPMU_EVENT__COUNT; e++) {
+        if (probe(src, e) == 0) {
+            events |= VPMU_EVENT_BIT(e);
+        }
+    }
+    if (!events) {
+        return r;
+    }
+    src->stats.hw_pmu = true;
+    src->events = events;
+    if (r < 0) {
+        vpmu_logf(&src->log, "vpmu-perf: host cycles refused (%s): guest "
+                  "cycles are unavailable", strerror(-r));
+    }
+    return 0;
+}
+
+/* Otherwise the task-clock fallback, if the task clock opens. */
+static void probe_host(VpmuPerfSource *src)
+{
+    int r = probe_hw(src);
 
     if (r == 0) {
-        src->stats.hw_pmu = true;
-        src->events = VPMU_EVENT_BIT(VPMU_EVENT_CYCLES);
-        for (unsigned e = VPMU_EVENT_CYCLES + 1; e < VPMU_EVENT__COUNT; e++) {
-            if (probe(src, e) == 0) {
-                src->events |= VPMU_EVENT_BIT(e);
-            }
-        }
         return;
     }
     src->clock_only = true;
