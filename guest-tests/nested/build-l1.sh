@@ -20,6 +20,10 @@
 #     - /usr/share/qemu: bios-256k.bin (seabios), linuxboot_dma.bin,
 #       linuxboot.bin, pvh.bin, kvmvapic.bin (qemu-system-data); L2 runs
 #       with -vga none -net none, so no VGA BIOS or NIC ROM;
+#     - libvirtd, virtlogd, virsh, libvirt's QEMU driver and x86 CPU map
+#       (bookworm's libvirt 9.0) and vpmu-helper (VPMU_HELPER, default
+#       build/vpmu-helper), with their libraries, for the libvirt
+#       configuration of init-l1;
 #     - /l2/{vmlinux,initramfs.cpio.gz}: the L2 guest image (vmlinuz if it
 #       has no vmlinux);
 #     - /init: init-l1, and /l1-checks.sh, which it sources.
@@ -148,47 +152,77 @@ fi
 stage_pkg libc6
 ldso=$stage/lib/$arch/ld-linux-x86-64.so.2
 libpath=$stage/lib/$arch:$stage/usr/lib/$arch
-list_libs() { "$ldso" --library-path "$libpath" --list "$qbin"; }
-rounds=0
-while :; do
-    missing=$(list_libs | awk -v st="$stage/" '$1 !~ /^\// && $2 == "=>" &&
-        ($3 == "not" || index($3, st) != 1) { print $1 }')
-    [[ -z $missing ]] && break
-    ((++rounds <= 8)) || die "unresolved: $missing"
-    progress=0
-    for so in $missing; do
-        pkg=$(dpkg -S "/lib/$arch/$so" "/usr/lib/$arch/$so" 2>/dev/null |
-              grep -v '^diversion' | head -n1 | cut -d: -f1 || true)
-        if [[ -n $pkg && -z ${staged[$pkg]:-} ]]; then
-            log "$so: package $pkg (from the host's dpkg database)"
-            stage_pkg "$pkg"; progress=1
-        fi
-    done
-    if ((!progress)); then
-        for p in "${!staged[@]}"; do
-            for d in $(lib_depends "${staged[$p]}"); do
-                [[ -n ${staged[$d]:-} ]] || { stage_pkg "$d"; progress=1; }
-            done
+list_libs() {      # list_libs ELF...: what each needs, resolved in the stage
+    local f
+    for f in "$@"; do "$ldso" --library-path "$libpath" --list "$f"; done
+}
+# add_libs WHAT ELF...: stage the packages of every shared library the ELF
+# files need, then copy those libraries into the tree.
+add_libs() {
+    local what=$1 rounds=0 missing progress so pkg p d path nlib=0
+    shift
+    while :; do
+        missing=$(list_libs "$@" | awk -v st="$stage/" '$1 !~ /^\// && $2 == "=>" &&
+            ($3 == "not" || index($3, st) != 1) { print $1 }' | sort -u)
+        [[ -z $missing ]] && break
+        ((++rounds <= 8)) || die "unresolved: $missing"
+        progress=0
+        for so in $missing; do
+            pkg=$(dpkg -S "/lib/$arch/$so" "/usr/lib/$arch/$so" 2>/dev/null |
+                  grep -v '^diversion' | head -n1 | cut -d: -f1 || true)
+            if [[ -n $pkg && -z ${staged[$pkg]:-} ]]; then
+                log "$so: package $pkg (from the host's dpkg database)"
+                stage_pkg "$pkg"; progress=1
+            fi
         done
-    fi
-    ((progress)) || die "cannot find a package for: $missing"
-done
-# The perf libraries already in the tree come from the same cached .debs;
-# a soname that is there is not copied again.
-nlib=0
-while read -r so path; do
-    if [[ ! -e $root/lib/$arch/$so ]]; then
-        cp -L "$path" "$root/lib/$arch/$so"; nlib=$((nlib + 1))
-    elif ! cmp -s "$path" "$root/lib/$arch/$so"; then
-        die "$so of QEMU's packages differs from the one perf uses"
-    fi
-done < <(list_libs | awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }')
+        if ((!progress)); then
+            for p in "${!staged[@]}"; do
+                for d in $(lib_depends "${staged[$p]}"); do
+                    [[ -n ${staged[$d]:-} ]] || { stage_pkg "$d"; progress=1; }
+                done
+            done
+        fi
+        ((progress)) || die "cannot find a package for: $missing"
+    done
+    # The perf libraries already in the tree come from the same cached
+    # .debs; a soname that is there is not copied again.
+    while read -r so path; do
+        if [[ ! -e $root/lib/$arch/$so ]]; then
+            cp -L "$path" "$root/lib/$arch/$so"; nlib=$((nlib + 1))
+        elif ! cmp -s "$path" "$root/lib/$arch/$so"; then
+            die "$so of $what's packages differs from the one perf uses"
+        fi
+    done < <(list_libs "$@" | awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
+             sort -u)
+    log "$what: $nlib more libraries"
+}
+add_libs QEMU "$qbin"
 cmp -s "$ldso" "$root/lib/$arch/ld-linux-x86-64.so.2" ||
     die "libc6 of the guest image differs from the staged one"
+
+# --- libvirt and vpmu-helper (init-l1's "libvirt" configuration) ------------
+# libvirtd, virtlogd and virsh of bookworm's libvirt 9.0, only the QEMU
+# driver and the x86 CPU map; vpmu-helper from the build directory.
+for p in libvirt0 libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients; do
+    stage_pkg "$p"
+done
+mkdir -p "$root/usr/sbin" "$root/usr/lib/$arch/libvirt/connection-driver" \
+    "$root/usr/share/libvirt/cpu_map"
+cp "$stage/usr/sbin/libvirtd" "$stage/usr/sbin/virtlogd" "$root/usr/sbin/"
+cp "$stage/usr/bin/virsh" "$root/usr/bin/"
+cp "$stage/usr/lib/$arch/libvirt/connection-driver/libvirt_driver_qemu.so" \
+    "$root/usr/lib/$arch/libvirt/connection-driver/"
+cp "$stage/usr/share/libvirt/cpu_map/index.xml" "$stage"/usr/share/libvirt/cpu_map/x86_* \
+    "$root/usr/share/libvirt/cpu_map/"
+helper=${VPMU_HELPER:-$top/build/vpmu-helper}
+[[ -x $helper ]] || die "no vpmu-helper at $helper (make build)"
+cp "$helper" "$root/usr/sbin/vpmu-helper"
+add_libs libvirt "$root/usr/sbin/libvirtd" "$root/usr/sbin/virtlogd" \
+    "$root/usr/bin/virsh" "$root/usr/sbin/vpmu-helper" \
+    "$root/usr/lib/$arch/libvirt/connection-driver/libvirt_driver_qemu.so"
 if command -v ldconfig >/dev/null || [[ -x /sbin/ldconfig ]]; then
     PATH=$PATH:/sbin ldconfig -r "$root" 2>/dev/null || log "warning: ldconfig -r failed"
 fi
-log "QEMU: $nlib more libraries"
 
 # --- firmware ------------------------------------------------------------------
 stage_pkg seabios

@@ -20,7 +20,7 @@
 #   QEMU      default build/qemu/qemu-system-x86_64 (make qemu); the same
 #             binary runs L1 and, copied into L1's image, L2
 #   RUNS      L1's nested.runs= (default
-#             "emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm")
+#             "emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm;libvirt:stat-exact,record-kvm")
 #   TIMEOUT   L1's wall-clock limit in seconds (default 600)
 #   L2TIMEOUT each L2's limit inside L1 (default 240: the longer list, vpmu's, takes 60-120 s)
 #   L1CPU     L1's -cpu (default EPYC-v3,pmu=on,+svm; without +svm the suite
@@ -35,7 +35,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${NESTED:-$ROOT/build/nested}
 IMAGE=${IMAGE:-$ROOT/build/guest}
-RUNS=${RUNS:-emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm}
+RUNS=${RUNS:-emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm;libvirt:stat-exact,record-kvm}
 LIMIT=${TIMEOUT:-600}
 L2LIMIT=${L2TIMEOUT:-240}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}
@@ -76,7 +76,7 @@ if stale "$IMAGE/initramfs.cpio.gz" "$linux/build-image.sh" "$linux/init" \
         build_fail "build the guest image" "$OUT/build-image.log"
 fi
 if stale "$OUT/initramfs.cpio.gz" "$QEMU" "$HERE/build-l1.sh" "$HERE/init-l1" "$HERE/l1-checks.sh" \
-        "$IMAGE/initramfs.cpio.gz" "$IMAGE/vmlinuz"; then
+        "$IMAGE/initramfs.cpio.gz" "$IMAGE/vmlinuz" "$ROOT/build/vpmu-helper"; then
     echo "# building the L1 image: guest-tests/nested/build-l1.sh $OUT"
     s=$(date +%s)
     QEMU=$QEMU L2IMAGE=$IMAGE "$HERE/build-l1.sh" "$OUT" >"$OUT/build-l1.log" 2>&1 ||
