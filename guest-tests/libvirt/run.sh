@@ -134,22 +134,20 @@ done
 "${VIRSH[@]}" version >/dev/null 2>&1
 tap $? "libvirtd and virtlogd started (pids ${pids[*]})" "$(cat "$dir/libvirtd.err")"
 
-# domain TYPE NAME CPU-XML CMDLINE: a domain with direct kernel boot and
-# its console in DIR/NAME.log.
+# domain TYPE NAME MIB BOOT-XML CPU-XML: a domain with <pmu state='on'/>,
+# booted as BOOT-XML says (in <os>), its console in DIR/NAME.log.
 domain() {
     cat <<EOF
 <domain type='$1'>
   <name>$2</name>
-  <memory unit='MiB'>512</memory>
+  <memory unit='MiB'>$3</memory>
   <vcpu>1</vcpu>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>$dir/vmlinuz</kernel>
-    <initrd>$dir/initramfs.cpio.gz</initrd>
-    <cmdline>$4</cmdline>
+    $4
   </os>
   <features><acpi/><pmu state='on'/></features>
-  $3
+  $5
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>destroy</on_reboot>
   <on_crash>destroy</on_crash>
@@ -161,9 +159,10 @@ domain() {
 EOF
 }
 
-# vpmu_query DOM: query-vpmu's first vCPU through virsh, as
-# "vendor GP fixed helper.vm helper.by-cgroup helper.counters
-# helper.connects".
+# vpmu_query DOM: query-vpmu's first vCPU through virsh, as "vendor GP
+# fixed helper.vm helper.by-cgroup helper.counters helper.connects
+# helper.refusals helper.failures filtered counter0.filtered
+# source-last-error helper.opens helper.last-error" ("-" where absent).
 vpmu_query() {
     "${VIRSH[@]}" qemu-monitor-command "$1" '{"execute":"query-vpmu"}' |
         python3 -c '
@@ -173,19 +172,24 @@ if not r:
     print("none"); sys.exit(0)
 c, h = r[0], r[0].get("helper", {})
 print(c["vendor"], sum(1 for x in c["counters"] if not x["fixed"]),
-      sum(1 for x in c["counters"] if x["fixed"]), h.get("vm", "-"),
-      h.get("by-cgroup", "-"), h.get("counters", "-"),
-      h.get("connects", "-"))' 2>&1
+      sum(1 for x in c["counters"] if x["fixed"]),
+      *(h.get(k, "-") for k in ("vm", "by-cgroup", "counters", "connects",
+                                  "refusals", "failures")),
+      c["filtered"], c["counters"][0]["filtered"],
+      c.get("source-last-error", "-"), h.get("opens", "-"),
+      h.get("last-error", "-"))' 2>&1
 }
 
 # TCG: stat-exact in a Skylake guest, no PMU-specific XML but pmu='on'.
-domain qemu vpmu-tcg "<cpu mode='custom' match='exact'><model fallback='forbid'>Skylake-Client</model></cpu>" \
-    "console=ttyS0 panic=-1 quiet nmi_watchdog=0 vpmu.test=stat-exact vpmu.require_pmu=1" \
+cmdline="console=ttyS0 panic=-1 quiet nmi_watchdog=0 vpmu.test=stat-exact vpmu.require_pmu=1"
+domain qemu vpmu-tcg 512 \
+    "<kernel>$dir/vmlinuz</kernel><initrd>$dir/initramfs.cpio.gz</initrd><cmdline>$cmdline</cmdline>" \
+    "<cpu mode='custom' match='exact'><model fallback='forbid'>Skylake-Client</model></cpu>" \
     >"$dir/tcg.xml"
 "${VIRSH[@]}" create "$dir/tcg.xml" >"$dir/create.out" 2>&1
 tap $? "virsh create: a TCG domain with <pmu state='on'/>" "$(cat "$dir/create.out")"
 out=$(vpmu_query vpmu-tcg)
-[ "$out" = "intel 8 3 - - - -" ]
+[ "$out" = "intel 8 3 - - - - - - 0 0 - - -" ]
 tap $? "virsh qemu-monitor-command query-vpmu: the guest's Intel PMU, 8 GP + 3 fixed ($out)"
 for _ in $(seq 600); do
     "${VIRSH[@]}" domstate vpmu-tcg >/dev/null 2>&1 || break
@@ -221,31 +225,13 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 
-# kvm_domain NAME: the payload of NAME as -bios, its COM1 in DIR/NAME.log.
-kvm_domain() {
-    cat <<EOF
-<domain type='kvm'>
-  <name>$1</name>
-  <memory unit='MiB'>16</memory>
-  <vcpu>1</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <loader type='rom' readonly='yes'>$dir/payload-${1#vpmu-}/payload.bin</loader>
-  </os>
-  <features><pmu state='on'/></features>
-  <cpu mode='host-passthrough'><feature policy='disable' name='arch-capabilities'/></cpu>
-  <devices>
-    <emulator>$qemu</emulator>
-    <serial type='file'><source path='$dir/$1.log'/><target port='0'/></serial>
-  </devices>
-</domain>
-EOF
-}
-
-# run_payload NAME: start the domain, wait for the payload's last line
+# run_payload NAME: start the domain (the payload of NAME as its ROM), wait for the payload's last line
 # (it then halts), copy its TAP.
 run_payload() {
-    kvm_domain "$1" >"$dir/$1.xml"
+    domain kvm "$1" 16 \
+        "<loader type='rom' readonly='yes'>$dir/payload-${1#vpmu-}/payload.bin</loader>" \
+        "<cpu mode='host-passthrough'><feature policy='disable' name='arch-capabilities'/></cpu>" \
+        >"$dir/$1.xml"
     "${VIRSH[@]}" create "$dir/$1.xml" >"$dir/create.out" 2>&1
     tap $? "virsh create: KVM domain $1, vpmu from vpmu.conf" "$(cat "$dir/create.out")"
     for _ in $(seq 600); do
@@ -255,27 +241,6 @@ run_payload() {
     tap_copy "$1: " "$dir/$1.log"
     grep -q '^# done: ' "$dir/$1.log"
     tap $? "$1: the payload ran to the end" "$(tail -5 "$dir/$1.log")"
-}
-
-# kvm_query DOM: query-vpmu's first vCPU as "vendor GP fixed helper.vm
-# helper.by-cgroup helper.counters helper.connects helper.refusals
-# helper.failures filtered counter0.filtered source-last-error
-# helper.opens helper.last-error".
-kvm_query() {
-    "${VIRSH[@]}" qemu-monitor-command "$1" '{"execute":"query-vpmu"}' |
-        python3 -c '
-import json, sys
-r = json.load(sys.stdin).get("return") or []
-if not r:
-    print("none"); sys.exit(0)
-c, h = r[0], r[0].get("helper", {})
-print(c["vendor"], sum(1 for x in c["counters"] if not x["fixed"]),
-      sum(1 for x in c["counters"] if x["fixed"]), h.get("vm", "-"),
-      h.get("by-cgroup", "-"), h.get("counters", "-"),
-      h.get("connects", "-"), h.get("refusals", "-"), h.get("failures", "-"),
-      c["filtered"], c["counters"][0]["filtered"],
-      c.get("source-last-error", "-"), h.get("opens", "-"),
-      h.get("last-error", "-"))' 2>&1
 }
 
 vendor=$(grep -q GenuineIntel /proc/cpuinfo && echo intel || echo amd)
@@ -291,7 +256,7 @@ tap $? "its QEMU runs as libvirt-qemu (uid $uid)"
 # clock opens (1), and counter 0 opens its event once, which then serves
 # every programming of cycles (2).  With a hardware PMU every generic
 # event is probed: nothing refused, and more than 2 opens.
-out=$(kvm_query vpmu-kvm)
+out=$(vpmu_query vpmu-kvm)
 if grep -q 'no hardware PMU on this host' /var/log/libvirt/qemu/vpmu-kvm.log; then
     [ "$out" = "$vendor 3 $fixed vpmu-kvm True 3 1 1 0 0 0 - 2 perf_event_open: No such file or directory" ]
 else
@@ -311,7 +276,7 @@ tap $? "query-vpmu: the helper knew vpmu-kvm by its libvirt cgroup, gave its pol
 # hardware PMU, the other events open (the guest keeps them).
 run_payload vpmu-deny
 qpid_deny=$(pgrep -f 'guest=vpmu-deny' | head -1)
-out=$(kvm_query vpmu-deny)
+out=$(vpmu_query vpmu-deny)
 cycles=$([ "$vendor" = intel ] && echo 0x3c || echo 0x76)
 denied="event $cycles denied by the policy of VM 'vpmu-deny'"
 if grep -q 'no hardware PMU on this host' /var/log/libvirt/qemu/vpmu-deny.log ||

@@ -128,33 +128,7 @@ stage_pkg libc6
 for p in $(lib_depends "${staged[linux-perf]}"); do stage_pkg "$p"; done
 ldso=$stage/lib/$arch/ld-linux-x86-64.so.2
 libpath=$stage/lib/$arch:$stage/usr/lib/$arch
-list_libs() { "$ldso" --library-path "$libpath" --list "$perf_bin"; }
-rounds=0
-while :; do
-    # Not found, or found outside the staged tree (the loader falls back to
-    # the host's default directories).
-    missing=$(list_libs | awk -v st="$stage/" '$1 !~ /^\// && $2 == "=>" &&
-        ($3 == "not" || index($3, st) != 1) { print $1 }')
-    [[ -z $missing ]] && break
-    ((++rounds <= 8)) || die "unresolved: $missing"
-    progress=0
-    for so in $missing; do
-        pkg=$(dpkg -S "/lib/$arch/$so" "/usr/lib/$arch/$so" 2>/dev/null |
-              grep -v '^diversion' | head -n1 | cut -d: -f1 || true)
-        if [[ -n $pkg && -z ${staged[$pkg]:-} ]]; then
-            log "$so: package $pkg (from the host's dpkg database)"
-            stage_pkg "$pkg"; progress=1
-        fi
-    done
-    if ((!progress)); then
-        for p in "${!staged[@]}"; do
-            for d in $(lib_depends "${staged[$p]}"); do
-                [[ -n ${staged[$d]:-} ]] || { stage_pkg "$d"; progress=1; }
-            done
-        done
-    fi
-    ((progress)) || die "cannot find a package for: $missing"
-done
+stage_libs "$perf_bin"
 
 # --- the initramfs tree ----------------------------------------------------
 mkdir -p "$root"/{bin,dev,etc,proc,sys,tmp,root,usr/bin,lib/$arch,lib64,vpmu/bin,vpmu/tests}
@@ -168,7 +142,7 @@ for applet in $("$stage/bin/busybox" --list); do
 done
 
 cp "$perf_bin" "$root/usr/bin/perf"
-list_libs | awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
+list_libs "$perf_bin" | awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
 while read -r so path; do
     cp -L "$path" "$root/lib/$arch/$so"
 done
@@ -177,7 +151,7 @@ cp -L "$ldso" "$root/lib/$arch/ld-linux-x86-64.so.2"
 # PATH; everything else keeps busybox.  Its libraries (libc) come with perf's.
 mkdir -p "$root/vpmu/dynbin"
 cp "$dyn_sleep" "$root/vpmu/dynbin/sleep"
-"$ldso" --library-path "$libpath" --list "$dyn_sleep" |
+list_libs "$dyn_sleep" |
     awk '$1 !~ /^\// && $2 == "=>" { print $1 }' | while read -r so; do
     [[ -e $root/lib/$arch/$so ]] || die "sleep needs $so, which perf does not"
 done

@@ -57,3 +57,42 @@ stage_pkg() {   # stage_pkg NAME [VERSION]
     dpkg-deb -x "$deb" "$stage"
     staged[$1]=$deb
 }
+
+# list_libs ELF...: the shared libraries each ELF file needs, as the staged
+# loader resolves them.  The caller stages libc6 and sets ldso and libpath.
+list_libs() {
+    local f
+    for f in "$@"; do "$ldso" --library-path "$libpath" --list "$f"; done
+}
+
+# stage_libs ELF...: stage the package of every shared library the ELF
+# files need, until the staged loader finds them all in the stage (not
+# found, or found outside it: the loader falls back to the host's default
+# directories).  The host's dpkg database only names the package of a
+# missing soname; no file comes from the host's /lib.
+stage_libs() {
+    local rounds=0 missing progress so pkg p d
+    while :; do
+        missing=$(list_libs "$@" | awk -v st="$stage/" '$1 !~ /^\// && $2 == "=>" &&
+            ($3 == "not" || index($3, st) != 1) { print $1 }' | sort -u)
+        [[ -z $missing ]] && return 0
+        ((++rounds <= 8)) || die "unresolved: $missing"
+        progress=0
+        for so in $missing; do
+            pkg=$(dpkg -S "/lib/$arch/$so" "/usr/lib/$arch/$so" 2>/dev/null |
+                  grep -v '^diversion' | head -n1 | cut -d: -f1 || true)
+            if [[ -n $pkg && -z ${staged[$pkg]:-} ]]; then
+                log "$so: package $pkg (from the host's dpkg database)"
+                stage_pkg "$pkg"; progress=1
+            fi
+        done
+        if ((!progress)); then
+            for p in "${!staged[@]}"; do
+                for d in $(lib_depends "${staged[$p]}"); do
+                    [[ -n ${staged[$d]:-} ]] || { stage_pkg "$d"; progress=1; }
+                done
+            done
+        fi
+        ((progress)) || die "cannot find a package for: $missing"
+    done
+}

@@ -152,38 +152,12 @@ fi
 stage_pkg libc6
 ldso=$stage/lib/$arch/ld-linux-x86-64.so.2
 libpath=$stage/lib/$arch:$stage/usr/lib/$arch
-list_libs() {      # list_libs ELF...: what each needs, resolved in the stage
-    local f
-    for f in "$@"; do "$ldso" --library-path "$libpath" --list "$f"; done
-}
 # add_libs WHAT ELF...: stage the packages of every shared library the ELF
-# files need, then copy those libraries into the tree.
+# files need (debs.sh), then copy those libraries into the tree.
 add_libs() {
-    local what=$1 rounds=0 missing progress so pkg p d path nlib=0
+    local what=$1 so path nlib=0
     shift
-    while :; do
-        missing=$(list_libs "$@" | awk -v st="$stage/" '$1 !~ /^\// && $2 == "=>" &&
-            ($3 == "not" || index($3, st) != 1) { print $1 }' | sort -u)
-        [[ -z $missing ]] && break
-        ((++rounds <= 8)) || die "unresolved: $missing"
-        progress=0
-        for so in $missing; do
-            pkg=$(dpkg -S "/lib/$arch/$so" "/usr/lib/$arch/$so" 2>/dev/null |
-                  grep -v '^diversion' | head -n1 | cut -d: -f1 || true)
-            if [[ -n $pkg && -z ${staged[$pkg]:-} ]]; then
-                log "$so: package $pkg (from the host's dpkg database)"
-                stage_pkg "$pkg"; progress=1
-            fi
-        done
-        if ((!progress)); then
-            for p in "${!staged[@]}"; do
-                for d in $(lib_depends "${staged[$p]}"); do
-                    [[ -n ${staged[$d]:-} ]] || { stage_pkg "$d"; progress=1; }
-                done
-            done
-        fi
-        ((progress)) || die "cannot find a package for: $missing"
-    done
+    stage_libs "$@"
     # The perf libraries already in the tree come from the same cached
     # .debs; a soname that is there is not copied again.
     while read -r so path; do
