@@ -114,18 +114,23 @@ static void test_global_ctl(void)
     wrmsr(MSR_GLOBAL_CTL, GP_ENABLES);
 }
 
+static const Counter0 ctr0 = {
+    .ctl = MSR_F15H_PERF_CTL0,
+    .ctr = MSR_F15H_PERF_CTR0,
+    .ctr_full = MSR_F15H_PERF_CTR0,
+    .cycles = CTL_EN | CTL_USR | CTL_OS | EVENT_CYCLES,
+    .cycles_int = CTL_EN | CTL_INT | CTL_USR | CTL_OS | EVENT_CYCLES,
+    .status = MSR_GLOBAL_STATUS,
+    .status_clear = MSR_GLOBAL_STATUS_CLR,
+};
+
+const Counter0 *amd_counter0(void)
+{
+    return &ctr0;
+}
+
 void amd_tests(void)
 {
-    static const Counter0 ctr0 = {
-        .ctl = MSR_F15H_PERF_CTL0,
-        .ctr = MSR_F15H_PERF_CTR0,
-        .ctr_full = MSR_F15H_PERF_CTR0,
-        .cycles = CTL_EN | CTL_USR | CTL_OS | EVENT_CYCLES,
-        .cycles_int = CTL_EN | CTL_INT | CTL_USR | CTL_OS | EVENT_CYCLES,
-        .status = MSR_GLOBAL_STATUS,
-        .status_clear = MSR_GLOBAL_STATUS_CLR,
-    };
-
     test_cpuid();
     test_msrs();
     test_global_ctl();

@@ -12,7 +12,11 @@
 #     says why;
 #   - vpmu.conf with kvm = on and the helper: a plain -accel kvm gets
 #     the same PMU; vpmu=off on the command line wins; a bad value and a
-#     malformed file stop QEMU with the file and key named.
+#     malformed file stop QEMU with the file and key named;
+#   - the helper stopped and restarted while a guest runs (the KVM payload
+#     built with RESTART=1): the counter programmed while it is down
+#     counts nothing and query-vpmu says why, the guest goes on; after the
+#     restart the next programming connects again and counts.
 #
 # The helper and vpmu.conf are this script's: it starts the helper as
 # root and stops it by pid, and restores /etc/qemu as it found it.
@@ -136,6 +140,78 @@ printf 'kvm = on\n' >"$CONF"
 msg=$(refused -accel kvm -cpu "$CPU")
 [ "$msg" = "qemu-system-x86_64: -accel kvm: $CONF: Key file does not start with a group" ]
 tap $? "vpmu.conf without [vpmu]: QEMU stops, naming the file ($msg)"
+
+# The helper goes away and comes back while a guest runs: the payload
+# built with RESTART=1 waits on COM1 (-serial pipe:, two FIFOs held here)
+# before each of its two countings.  Down, the first open fails: one
+# failure (the old connection is dead, the new one finds no socket),
+# counter 0 counts nothing, the guest goes on, query-vpmu says why.  Back,
+# the next programming connects again and counts.
+rm -f "$CONF"
+mkdir -p "$dir/restart"
+make -s -C "$HERE" OUT="$dir/restart" RESTART=1 >"$dir/make.log" 2>&1
+tap $? "build the payload with RESTART=1" "$(cat "$dir/make.log")"
+mkfifo "$dir/com.in" "$dir/com.out"
+exec 5<>"$dir/com.out" 6<>"$dir/com.in"
+timeout 120 "$QEMU" -name guest=kvmtest -machine pc -m 16 -nodefaults \
+    -display none -accel "kvm,vpmu=on,vpmu-helper=$dir/helper.sock" \
+    -cpu "$CPU" -bios "$dir/restart/payload.bin" -serial "pipe:$dir/com" \
+    -qmp "unix:$dir/qmp-r.sock,server=on,wait=off" >"$dir/qemu-r.out" 2>&1 &
+qpid=$!
+# upto PATTERN: COM1's lines into restart.tap until one matches (60 s).
+upto() {
+    local line
+    while IFS= read -r -t 60 line <&5; do
+        line=${line%$'\r'}
+        echo "$line" >>"$dir/restart.tap"
+        [[ $line =~ $1 ]] && return 0
+    done
+    return 1
+}
+# helper_view: query-vpmu's helper part, "connects failures opens
+# last-error".
+helper_view() {
+    python3 "$QMPC" "$dir/qmp-r.sock" query-vpmu 2>&1 | python3 -c '
+import json, sys
+try:
+    h = json.load(sys.stdin)[0]["helper"]
+except (ValueError, LookupError, TypeError):
+    print("no reply"); sys.exit(0)
+print(h["connects"], h["failures"], h["opens"], h.get("last-error", "-"))'
+}
+upto '^# host: stop the helper'
+kill "$hpid" && wait "$hpid"
+hpid=
+printf g >&6
+upto '^# host: start the helper'
+down=$(helper_view)
+"$HELPER" --socket "$dir/helper.sock" --policy-dir "$dir/policy" \
+    2>>"$dir/helper.log" &
+hpid=$!
+for _ in $(seq 50); do
+    [ -S "$dir/helper.sock" ] && break
+    sleep 0.1
+done
+printf g >&6
+upto '^# done: '
+back=$(helper_view)
+python3 "$QMPC" "$dir/qmp-r.sock" quit >/dev/null 2>&1
+wait "$qpid"
+exec 5<&- 6>&-
+tap_copy "restart: " "$dir/restart.tap"
+grep -q '^# done: ' "$dir/restart.tap"
+tap $? "restart: the payload ran to the end" "$(cat "$dir/qemu-r.out")"
+# Before the restart: one connect (the vCPU's hello), the probe's opens
+# (1 here: the task clock; a hardware PMU's generic events elsewhere),
+# one failure.  After it: a second connect and exactly one more open,
+# counter 0's.
+read -r c0 f0 o0 why0 <<<"$down"
+read -r c1 f1 o1 _ <<<"$back"
+[ "$c0 $f0" = "1 1" ] &&
+    [ "$why0" = "vpmu-helper $dir/helper.sock: No such file or directory" ]
+tap $? "helper down: query-vpmu shows the failed open and why ($down)"
+[ "$c1 $f1" = "2 1" ] && [ "$o1" = $((o0 + 1)) ]
+tap $? "helper restarted: picked up again, a second connect and one more open ($back)"
 
 kill "$hpid" && wait "$hpid"
 tap $? "the helper stopped by pid"

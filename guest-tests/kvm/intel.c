@@ -113,19 +113,24 @@ static void test_fixed(void)
     wrmsr(MSR_GLOBAL_CTRL, GP_ENABLES);
 }
 
+static const Counter0 pmc0 = {
+    .ctl = MSR_IA32_PERFEVTSEL0,
+    .ctr = MSR_IA32_PMC0,
+    .ctr_full = MSR_IA32_A_PMC0,
+    .cycles = EVTSEL_EN | EVTSEL_USR | EVTSEL_OS | EVENT_CYCLES,
+    .cycles_int = EVTSEL_EN | EVTSEL_INT | EVTSEL_USR | EVTSEL_OS |
+                  EVENT_CYCLES,
+    .status = MSR_GLOBAL_STATUS,
+    .status_clear = MSR_GLOBAL_OVF_CTRL,
+};
+
+const Counter0 *intel_counter0(void)
+{
+    return &pmc0;
+}
+
 void intel_tests(void)
 {
-    static const Counter0 pmc0 = {
-        .ctl = MSR_IA32_PERFEVTSEL0,
-        .ctr = MSR_IA32_PMC0,
-        .ctr_full = MSR_IA32_A_PMC0,
-        .cycles = EVTSEL_EN | EVTSEL_USR | EVTSEL_OS | EVENT_CYCLES,
-        .cycles_int = EVTSEL_EN | EVTSEL_INT | EVTSEL_USR | EVTSEL_OS |
-                      EVENT_CYCLES,
-        .status = MSR_GLOBAL_STATUS,
-        .status_clear = MSR_GLOBAL_OVF_CTRL,
-    };
-
     test_cpuid();
     test_msrs();
     test_fixed();

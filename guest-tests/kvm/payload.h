@@ -8,7 +8,9 @@
  *   NR_GP         general-purpose counters (pmu-gp-counters, or the
  *                 helper policy's "counters");
  *   CYCLES_DENIED 1 when the event filter (the helper policy's "events")
- *                 denies cycles: the cycle counter must then stay at 0.
+ *                 denies cycles: the cycle counter must then stay at 0;
+ *   RESTART       1 for guest-tests/kvm/helper.sh's helper restart: only
+ *                 test_restart() runs (lib.c).
  */
 #ifndef VPMU_KVM_PAYLOAD_H
 #define VPMU_KVM_PAYLOAD_H
@@ -21,6 +23,9 @@
 #endif
 #ifndef CYCLES_DENIED
 #define CYCLES_DENIED   0
+#endif
+#ifndef RESTART
+#define RESTART         0
 #endif
 
 #define MSR_IA32_APIC_BASE      0x1b
@@ -59,5 +64,7 @@ void test_counter0(const Counter0 *c);
 
 void intel_tests(void);
 void amd_tests(void);
+const Counter0 *intel_counter0(void);
+const Counter0 *amd_counter0(void);
 
 #endif
