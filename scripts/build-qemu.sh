@@ -17,7 +17,11 @@
 # Environment:
 #   VPMU_CACHE          cache root (default ~/.cache/vpmu)
 #   VPMU_QEMU_VERSION   Debian source version to build (default: the version
-#                       of the installed qemu-system-x86 package)
+#                       of the installed qemu-system-x86 package); another
+#                       one is fetched from Debian sid's sources as well,
+#                       e.g. 1:10.2.2+ds-1 (issue 12's base)
+#   VPMU_QEMU_PATCHES   the series to apply (default qemu-patches/, which
+#                       is QEMU 7.2's)
 #   VPMU_QEMU_DISCARD=1 let a series change discard uncommitted edits in the
 #                       cache's src tree (otherwise the script refuses)
 #   VPMU_NO_DEPS=1      do not run scripts/install-deps.sh qemu
@@ -26,7 +30,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 CACHE=${VPMU_CACHE:-$HOME/.cache/vpmu}
-PATCHDIR=$ROOT/qemu-patches
+PATCHDIR=${VPMU_QEMU_PATCHES:-$ROOT/qemu-patches}
 LIBBUILD=$ROOT/build/qemu-lib
 # Outside the clone, like the QEMU build that links it: QEMU's configured
 # build remembers this path, and every clone (CI's fresh one too) must hand
@@ -50,10 +54,7 @@ CONFIGURE_FLAGS=(--target-list=x86_64-softmmu --disable-docs --disable-werror
                  # host's configuration where Debian's has it: vpmu.conf
                  # in /etc/qemu.
                  --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
-                 --sysconfdir=/etc
-                 # src is a git repository without QEMU's submodules; the
-                 # Debian tree already contains what they would provide.
-                 --with-git-submodules=ignore)
+                 --sysconfdir=/etc)
 
 log() {
     printf 'qemu: %s\n' "$*"
@@ -78,6 +79,40 @@ elapsed() {
 show_fail() {
     tail -n 40 "$1" | sed 's/^/    | /' >&2
     printf 'qemu: full log: %s\n' "$1" >&2
+}
+
+# private_meson VERSION: a venv (on the system's python3 and its packages)
+# whose meson is bookworm-backports' (>= VERSION), under the cache; prints
+# its directory.
+private_meson() {
+    local venv=$CACHE/meson-venv deb apt
+    if "$venv/bin/python3" -c "import sys, mesonbuild.coredata as c
+sys.exit(tuple(map(int, c.version.split('.')[:2])) < tuple(map(int, '$1'.split('.')[:2])))" \
+            2>/dev/null; then
+        printf '%s\n' "$venv"
+        return
+    fi
+    log "meson >= $1: bookworm-backports' meson into $venv" >&2
+    mkdir -p "$CACHE/backports/sources" "$CACHE/backports/lists/partial" \
+        "$CACHE/backports/cache/archives/partial" "$CACHE/backports/dl"
+    printf 'deb http://deb.debian.org/debian bookworm-backports main\n' \
+        >"$CACHE/backports/sources/backports.list"
+    apt=(apt-get -o Dir::Etc::SourceList=/dev/null
+         -o "Dir::Etc::SourceParts=$CACHE/backports/sources"
+         -o "Dir::State::Lists=$CACHE/backports/lists"
+         -o "Dir::Cache=$CACHE/backports/cache" -o APT::Sandbox::User=root)
+    { "${apt[@]}" update &&
+      (cd "$CACHE/backports/dl" && rm -f meson_*.deb && "${apt[@]}" download meson); } \
+        >"$CACHE/backports/fetch.log" 2>&1 ||
+        { show_fail "$CACHE/backports/fetch.log"; die "fetching meson from bookworm-backports failed"; }
+    deb=$(compgen -G "$CACHE/backports/dl/meson_*.deb" | head -n1)
+    rm -rf "$venv" "$CACHE/backports/meson"
+    dpkg-deb -x "$deb" "$CACHE/backports/meson"
+    /usr/bin/python3 -m venv --system-site-packages "$venv" >&2 ||
+        die "python3 -m venv failed (package python3-venv)"
+    cp -r "$CACHE/backports/meson/usr/lib/python3/dist-packages/." \
+        "$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+    printf '%s\n' "$venv"
 }
 
 # ---------------------------------------------------------------- deps
@@ -177,6 +212,10 @@ if [ ! -f "$DSC" ]; then
     if [ -f /etc/apt/sources.list ]; then
         sed -n 's/^deb \(.*\)$/deb-src \1/p' /etc/apt/sources.list >"$APTDIR/sources/src.list"
     fi
+    # A newer QEMU than the release's comes from sid's sources.
+    if [ -n "${VPMU_QEMU_VERSION:-}" ]; then
+        printf 'deb-src http://deb.debian.org/debian sid main\n' >"$APTDIR/sources/sid.list"
+    fi
     APT=(apt-get -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$APTDIR/sources"
          -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache=$APTDIR/cache"
          -o APT::Sandbox::User=root)
@@ -228,7 +267,7 @@ if [ "$SERIES" = "$OLD_SERIES" ]; then
     fi
 else
     t=$SECONDS
-    log "applying ${#PATCHES[@]} patches from qemu-patches/ (series sha256 ${SERIES:0:12})"
+    log "applying ${#PATCHES[@]} patches from ${PATCHDIR#"$ROOT"/}/ (series sha256 ${SERIES:0:12})"
     dirty=$(git -C "$SRC" status --porcelain)
     if [ -n "$dirty" ] && [ "${VPMU_QEMU_DISCARD:-0}" != 1 ]; then
         printf '%s\n' "$dirty" | head -n 20 | sed 's/^/    /' >&2
@@ -279,6 +318,22 @@ fi
 
 # ---------------------------------------------------------------- 4. build
 FLAGS=("${CONFIGURE_FLAGS[@]}")
+# src is a git repository without QEMU's submodules, and meson must not
+# fetch subprojects: the Debian tree already contains what they would
+# provide.  QEMU 10 says so with --disable-download (debian/rules too).
+if grep -q -- '--with-git-submodules' "$SRC/configure"; then
+    FLAGS+=(--with-git-submodules=ignore)
+else
+    FLAGS+=(--disable-download)
+fi
+# QEMU 10 needs meson >= 1.5, bookworm has 1.0: bookworm-backports' meson,
+# unpacked into the cache and put in a venv of its own that configure uses
+# (--python), never installed over the system's.
+need=$(sed -n "1s/.*meson_version: *'>=\([0-9.]*\)'.*/\1/p" "$SRC/meson.build")
+have=$(meson --version)
+if [ -n "$need" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
+    FLAGS+=(--python="$(private_meson "$need")/bin/python3")
+fi
 if grep -q libvpmu "$SRC/meson_options.txt"; then
     grep -q -- '--enable-libvpmu' "$SRC/scripts/meson-buildoptions.sh" ||
         die "the series adds option libvpmu to meson_options.txt but not to" \
@@ -345,7 +400,7 @@ from the Debian qemu $VERSION source in
 
     $SRC        (git; tag debian-pristine, branch series)
 
-with the series qemu-patches/ (sha256 $SERIES):
+with the series ${PATCHDIR#"$ROOT"/}/ (sha256 $SERIES):
 $(for p in "${PATCHES[@]}"; do printf '    %s\n' "${p##*/}"; done)
 Firmware comes from the qemu-system-x86 package:
 
