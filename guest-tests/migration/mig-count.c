@@ -9,7 +9,7 @@
  *
  * Multiboot command line ("key=value", decimal or 0x hex):
  *   n=N          loop iterations, 1 to 0xFFFFFFFF (default DEFAULT_N)
- *   deny_insns=1 the host denies event 0xC0 with pmu-filter: expect the
+ *   deny_insns=1 the host denies event 0xC0 with pmu-event-filter: expect the
  *                GP instructions counter to stay 0 (branches and fixed
  *                counter 0 are not denied and still count exactly)
  *   preset=K     GP0 starts K events before overflow (K < 2^31): it must

@@ -13,7 +13,7 @@
 #
 #   counting   Intel and AMD, with GP2 programmed with an event the TCG
 #              source cannot back: state "unsupported"
-#   filter     pmu-filter=deny 0xc0: GP0 (instructions) "filtered", value
+#   filter     pmu-event-filter=deny 0xc0: GP0 (instructions) "filtered", value
 #              0, filtered > 0; the guest reads 0 from it, the other
 #              counters exact
 #   reset      -S: every counter off and 0 before the guest runs; the
@@ -21,9 +21,9 @@
 #              pmu-fixed-counters
 #   pmu=off    -cpu ...,pmu=off and named models without pmu: empty list;
 #              -cpu max: a vPMU by default
-#   refusals   bad pmu-filter strings and bad pmu-* properties: QEMU
+#   refusals   bad pmu-event-filter strings and bad pmu-* properties: QEMU
 #              refuses to start (status not 0, no signal) with a message
-#              naming pmu-filter / the field
+#              naming pmu-event-filter / the field
 #
 # Environment: QEMU, O (logs in O/qmp/), N (loop iterations, default
 # 0x20000000), INTEL_CPU (default Skylake-Client), AMD_CPU (default EPYC)
@@ -163,8 +163,8 @@ refuse() {
 
 counting intel "$intel,pmu=on" 8 3 0x43412e         # GP2: LLC misses
 counting amd "$amd,pmu=on" 6 0 0x4300c3             # GP2: branch mispredicts
-counting intel "$intel,pmu=on,pmu-filter=deny 0xc0" 8 3 0x43412e filter
-counting amd "$amd,pmu=on,pmu-filter=deny 0xc0" 6 0 0x4300c3 filter
+counting intel "$intel,pmu=on,pmu-event-filter=deny 0xc0" 8 3 0x43412e filter
+counting amd "$amd,pmu=on,pmu-event-filter=deny 0xc0" 6 0 0x4300c3 filter
 
 echo "# ---- before the guest runs (-S)"
 prelaunch intel-reset "$intel,pmu=on" --vendor intel --cpus 2 --gp 8 --fixed 3
@@ -187,12 +187,12 @@ qmp max quit >/dev/null
 qemu_wait max 30
 
 echo "# ---- refusals"
-refuse bad-filter-1 "$intel,pmu=on,pmu-filter=bogus" "pmu-filter=bogus" 'pmu-filter'
-refuse bad-filter-2 "$intel,pmu=on,pmu-filter=deny 0xzz" "pmu-filter='deny 0xzz'" 'pmu-filter'
-refuse bad-filter-3 "$intel,pmu=on,pmu-filter=" "pmu-filter= (empty)" 'pmu-filter'
-refuse bad-filter-4 "$intel,pmu=on,pmu-filter=deny 0x1c0:0x100" "pmu-filter='deny 0x1c0:0x100'" 'pmu-filter'
-refuse bad-filter-5 "$intel,pmu=on,pmu-filter=allow fixed=0xzz" "pmu-filter='allow fixed=0xzz'" 'pmu-filter'
-refuse bad-filter-amd "$amd,pmu=on,pmu-filter=maybe 0xc0" "AMD pmu-filter='maybe 0xc0'" 'pmu-filter'
+refuse bad-filter-1 "$intel,pmu=on,pmu-event-filter=bogus" "pmu-event-filter=bogus" 'pmu-event-filter'
+refuse bad-filter-2 "$intel,pmu=on,pmu-event-filter=deny 0xzz" "pmu-event-filter='deny 0xzz'" 'pmu-event-filter'
+refuse bad-filter-3 "$intel,pmu=on,pmu-event-filter=" "pmu-event-filter= (empty)" 'pmu-event-filter'
+refuse bad-filter-4 "$intel,pmu=on,pmu-event-filter=deny 0x1c0:0x100" "pmu-event-filter='deny 0x1c0:0x100'" 'pmu-event-filter'
+refuse bad-filter-5 "$intel,pmu=on,pmu-event-filter=allow fixed=0xzz" "pmu-event-filter='allow fixed=0xzz'" 'pmu-event-filter'
+refuse bad-filter-amd "$amd,pmu=on,pmu-event-filter=maybe 0xc0" "AMD pmu-event-filter='maybe 0xc0'" 'pmu-event-filter'
 # libvpmu names its own config fields (intel_version, nr_gp, ...); accept
 # those or the property names.
 refuse bad-version "$intel,pmu=on,pmu-version=9" "pmu-version=9" 'pmu-version|intel_version'
@@ -235,15 +235,15 @@ started() {     # started TAG DESC: QEMU came up (QMP answers), then quit
     qmp "$1" quit >/dev/null
     qemu_wait "$1" 30
 }
-qemu_start filter-spaces "$intel,pmu=on,pmu-filter=deny 0xc0 0xc4 fixed=0x1" "n=1" -S
-started filter-spaces "-cpu ...,pmu-filter='deny 0xc0 0xc4 fixed=0x1' (spaces) starts"
+qemu_start filter-spaces "$intel,pmu=on,pmu-event-filter=deny 0xc0 0xc4 fixed=0x1" "n=1" -S
+started filter-spaces "-cpu ...,pmu-event-filter='deny 0xc0 0xc4 fixed=0x1' (spaces) starts"
 qemu_start filter-global "$intel,pmu=on" "n=1" -S \
-    -global "$intel-x86_64-cpu.pmu-filter=deny 0xc0,0xc4"
-started filter-global "-global $intel-x86_64-cpu.pmu-filter='deny 0xc0,0xc4' (commas) starts"
-qemu_start comma "$intel,pmu=on,pmu-filter=deny 0xc0,,0xc4" "n=1" -S
+    -global "$intel-x86_64-cpu.pmu-event-filter=deny 0xc0,0xc4"
+started filter-global "-global $intel-x86_64-cpu.pmu-event-filter='deny 0xc0,0xc4' (commas) starts"
+qemu_start comma "$intel,pmu=on,pmu-event-filter=deny 0xc0,,0xc4" "n=1" -S
 qemu_wait comma 30
 grep -q "0xc4" "$logdir/comma.stderr" && [ "$RC" -ne 0 ] && [ "$RC" -lt 124 ]
-tap $? "-cpu ...,pmu-filter='deny 0xc0,,0xc4': ',,' is no escape in -cpu, refused (status $RC)" \
+tap $? "-cpu ...,pmu-event-filter='deny 0xc0,,0xc4': ',,' is no escape in -cpu, refused (status $RC)" \
     "$(grep -v "TCG doesn't support" "$logdir/comma.stderr")"
 
 # The PMU's own CPUID bits are vpmu's to give under TCG: no "TCG doesn't
@@ -256,7 +256,9 @@ for p in on off; do
     qemu_wait "epyc3-$p" 30
 done
 ! grep -q "perfctr-core" "$logdir/epyc3-on.stderr" &&
-    grep -q "TCG doesn't support requested feature: CPUID.80000001H:ECX.perfctr-core" \
+    # QEMU 7.2: "CPUID.80000001H:ECX.perfctr-core"; 10.x:
+    # "CPUID[eax=80000001h].ECX.perfctr-core [bit 23]".
+    grep -Eq "TCG doesn't support requested feature: CPUID(\.80000001H:|\[eax=80000001h\]\.)ECX\.perfctr-core" \
         "$logdir/epyc3-off.stderr"
 tap $? "-cpu EPYC-v3,pmu=on: no warning for perfctr-core (pmu=off: TCG's warning)" \
     "$(grep perfctr "$logdir"/epyc3-*.stderr)"
