@@ -104,8 +104,8 @@ int main(int argc, char **argv)
         return 0;
     }
     /*
-     * Another thread (a vCPU's) may be idle: then only that it counts at
-     * all, while this one spins 50 ms.
+     * Another thread (a vCPU's) may be idle: then wait only for its event
+     * to count at all (at most 2 s of this thread's CPU time).
      */
     fd = count(fd, argc == 3 ? 1 : 50000000);
     vpmu_helper_free(h);
