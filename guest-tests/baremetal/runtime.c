@@ -20,6 +20,9 @@ volatile uint32_t pmi_nmis;
 volatile uint32_t pmi_fixed;
 volatile uint32_t fault_vector;
 
+volatile uint32_t irq_eip, irq_eflags;
+volatile uint32_t db_hits, db_eip;
+
 static unsigned tap_count, tap_failed;
 static char cmdline[256];
 
@@ -240,11 +243,22 @@ static bool extable_fixup(struct trap_frame *f)
 void trap(struct trap_frame *f)
 {
     switch (f->vector) {
+    case VEC_DB:
+        db_hits++;
+        db_eip = f->eip;
+        /* An instruction breakpoint is a fault: resume with RF = 1 so the
+         * instruction runs (SDM Vol. 3A, "Resume Flag (RF)"). */
+        f->eflags |= EFLAGS_RF;
+        return;
     case VEC_NMI:
         pmi_nmis++;             /* NMI-mode LVTPC: no EOI */
+        irq_eip = f->eip;
+        irq_eflags = f->eflags;
         return;
     case VEC_PMI:
         pmi_fixed++;
+        irq_eip = f->eip;
+        irq_eflags = f->eflags;
         apic_write(APIC_EOI, 0);
         return;
     case VEC_SPURIOUS:
@@ -387,43 +401,6 @@ void pmi_settle(void)
     }
 }
 
-/* ---- runtime self-test ---------------------------------------------- */
-
-#define APIC_ID         0x020
-#define APIC_ICR_LO     0x300
-#define APIC_ICR_HI     0x310
-#define ICR_SELF        (1u << 18)  /* destination shorthand 01b */
-
-/* Recoverable #UD and #GP, and both PMI paths driven by an IPI to self:
- * proves the harness before any PMU check depends on it. */
-static void runtime_selftest(void)
-{
-    uint32_t sel = 0x18;        /* one past the GDT limit: #GP(0x18) */
-
-    fault_vector = 0;
-    asm volatile("1: ud2\n2:\n" EXTABLE("1b", "2b") ::: "memory");
-    tap_check(fault_vector == VEC_UD, "runtime: #UD recovered (%s)",
-              fault_vector == VEC_UD ? "UD2" : "no fault");
-    fault_vector = 0;
-    asm volatile("1: mov %0, %%ds\n2:\n" EXTABLE("1b", "2b")
-                 : : "r"(sel) : "memory");
-    tap_check(fault_vector == VEC_GP, "runtime: #GP recovered (bad selector)");
-
-    pmi_reset();
-    apic_write(APIC_ICR_HI, 0);
-    apic_write(APIC_ICR_LO, ICR_SELF | VEC_PMI);
-    pmi_settle();
-    tap_check(pmi_fixed == 1 && pmi_nmis == 0,
-              "runtime: self-IPI to vector 0x%x taken once (%u)", VEC_PMI,
-              pmi_fixed);
-    apic_write(APIC_ICR_HI, apic_read(APIC_ID) & 0xFF000000u);
-    apic_write(APIC_ICR_LO, APIC_LVT_NMI);  /* NMI, physical, to own ID */
-    pmi_settle();
-    tap_check(pmi_nmis == 1, "runtime: NMI IPI to self taken once (%u)",
-              pmi_nmis);
-    pmi_reset();
-}
-
 /* ---- multiboot command line --------------------------------------------- */
 
 void cmdline_init(uint32_t magic, uint32_t mbi)
@@ -557,6 +534,7 @@ void kmain(uint32_t magic, uint32_t mbi)
     putstr("TAP version 13\n");
     tap_diag("cmdline: %s", cmdline);
     runtime_selftest();
+    rf_selftest();
     payload_main();
     tap_done();
 }

@@ -15,10 +15,13 @@
 #define VEC_UD          6
 #define VEC_GP          13
 
-/* Interrupt vectors the payload owns. */
+/* Vectors the payload owns. */
+#define VEC_DB          1       /* the self-test's instruction breakpoint */
 #define VEC_NMI         2
 #define VEC_PMI         0xF0    /* LVTPC fixed-mode vector */
 #define VEC_SPURIOUS    0xFF    /* APIC SVR spurious vector */
+
+#define EFLAGS_RF       (1u << 16)  /* SDM Vol. 1, "EFLAGS Register" */
 
 /* Local APIC registers (xAPIC MMIO; QEMU TCG 7.2 has no x2APIC). */
 #define APIC_BASE       0xFEE00000u
@@ -51,6 +54,10 @@ struct trap_frame {
 /* PMIs seen since the last pmi_reset(), by delivery path. */
 extern volatile uint32_t pmi_nmis;
 extern volatile uint32_t pmi_fixed;
+
+/* What the last VEC_PMI or NMI pushed, and the #DBs seen (selftest.c). */
+extern volatile uint32_t irq_eip, irq_eflags;
+extern volatile uint32_t db_hits, db_eip;
 
 /* serial + formatted output (%s %c %d %u %x %llx %llu, width and 0 pad) */
 void serial_init(void);
@@ -132,6 +139,10 @@ static inline uint64_t mask64(unsigned n)
 
 /* outb, inb, putch, puts_ and COM1 */
 #include "../serial.h"
+
+/* selftest.c: the harness, and how interrupts meet breakpoints */
+void runtime_selftest(void);
+void rf_selftest(void);
 
 /* The payload's entry point (pmu-intel.c / pmu-amd.c). */
 void payload_main(void);
