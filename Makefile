@@ -5,7 +5,7 @@
 #   make check   meson test three ways (plain, ASan+UBSan, valgrind), guests
 #   make demo    boot a Linux guest under QEMU TCG that runs perf through vpmu
 #   make bench   build and run the benchmarks (MSR, perf, ring buffer, KVM)
-#   make qemu    build QEMU 7.2 + qemu-patches/ with libvpmu (docs/qemu.md)
+#   make qemu    build QEMU 10.2 + qemu-patches/ with libvpmu (docs/qemu.md)
 #   make install libvpmu, vpmu-helper and its units, the QEMU binary, docs
 #                (PREFIX=/usr/local, DESTDIR=, INSTALL_BUILD=; docs/deploy.md)
 #   make clean   remove build/, build-asan/ and build-install/ (the test logs

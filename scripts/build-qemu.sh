@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Build qemu-system-x86_64 from Debian bookworm's QEMU 7.2 source plus the
-# patch series in qemu-patches/, linked against this tree's libvpmu.
+# Build qemu-system-x86_64 from Debian's QEMU 10.2 source (sid's, built on
+# bookworm) plus the patch series in qemu-patches/, linked against this
+# tree's libvpmu.
 # What `make qemu` runs; docs/qemu.md explains it.
 #
 #   1. libvpmu: static, PIC, installed into the cache's libvpmu-prefix
 #      (pkg-config: libvpmu), which QEMU's cached build links.
-#   2. The Debian source of the installed qemu-system-x86 package, fetched
-#      with apt-get source into the cache (system apt lists untouched), kept,
-#      unpacked once into a git repository tagged debian-pristine.
+#   2. The Debian source (VPMU_QEMU_VERSION), fetched with apt-get source
+#      into the cache (system apt lists untouched), kept, unpacked once into
+#      a git repository tagged debian-pristine.
 #   3. qemu-patches/*.patch applied with git am --3way when the series changed
 #      (sha256 recorded in applied-series); only files whose content changes
 #      are rewritten, so ninja rebuilds only what the change touches.
@@ -16,12 +17,11 @@
 #
 # Environment:
 #   VPMU_CACHE          cache root (default ~/.cache/vpmu)
-#   VPMU_QEMU_VERSION   Debian source version to build (default: the version
-#                       of the installed qemu-system-x86 package); another
-#                       one is fetched from Debian sid's sources as well,
-#                       e.g. 1:10.2.2+ds-1 (issue 12's base)
-#   VPMU_QEMU_PATCHES   the series to apply (default qemu-patches/, which
-#                       is QEMU 7.2's)
+#   VPMU_QEMU_VERSION   Debian source version to build (default
+#                       1:10.2.2+ds-1, Debian sid's, which the series in
+#                       qemu-patches/ is for); fetched from bookworm's or
+#                       sid's sources, whichever has it
+#   VPMU_QEMU_PATCHES   the series to apply (default qemu-patches/)
 #   VPMU_QEMU_DISCARD=1 let a series change discard uncommitted edits in the
 #                       cache's src tree (otherwise the script refuses)
 #   VPMU_NO_DEPS=1      do not run scripts/install-deps.sh qemu
@@ -179,14 +179,11 @@ export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH
 log "libvpmu: $(pkg-config --modversion libvpmu), $(elapsed "$t")"
 
 # ---------------------------------------------------------------- 2. source
-if [ -n "${VPMU_QEMU_VERSION:-}" ]; then
-    VERSION=$VPMU_QEMU_VERSION
-else
-    VERSION=$(dpkg-query -W -f='${source:Version}' qemu-system-x86 2>/dev/null) ||
-        die "qemu-system-x86 is not installed (it provides the firmware);" \
-            "run scripts/install-deps.sh qemu or set VPMU_QEMU_VERSION"
-fi
-KEY=${VERSION#*:}               # no epoch: 7.2+dfsg-7+deb12u18
+# The QEMU the series is for: the newest whose source Debian serves
+# (sid; 11.x was listed but not on the mirror on 2026-11-25).  The
+# firmware stays the installed qemu-system-data's (bookworm's).
+VERSION=${VPMU_QEMU_VERSION:-1:10.2.2+ds-1}
+KEY=${VERSION#*:}               # no epoch: 10.2.2+ds-1
 QDIR=$CACHE/qemu/$KEY
 SRC=$QDIR/src
 BUILD=$QDIR/build
@@ -213,9 +210,7 @@ if [ ! -f "$DSC" ]; then
         sed -n 's/^deb \(.*\)$/deb-src \1/p' /etc/apt/sources.list >"$APTDIR/sources/src.list"
     fi
     # A newer QEMU than the release's comes from sid's sources.
-    if [ -n "${VPMU_QEMU_VERSION:-}" ]; then
-        printf 'deb-src http://deb.debian.org/debian sid main\n' >"$APTDIR/sources/sid.list"
-    fi
+    printf 'deb-src http://deb.debian.org/debian sid main\n' >"$APTDIR/sources/sid.list"
     APT=(apt-get -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$APTDIR/sources"
          -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache=$APTDIR/cache"
          -o APT::Sandbox::User=root)

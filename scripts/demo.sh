@@ -9,7 +9,7 @@ step() {
     printf '\n==> %s\n' "$*"
 }
 
-step "QEMU 7.2 + qemu-patches/, linked with libvpmu (make qemu)"
+step "QEMU 10.2 + qemu-patches/, linked with libvpmu (make qemu)"
 if [ ! -x build/qemu/qemu-system-x86_64 ]; then
     echo "    first build: about 17 minutes on 2 cores; later runs take seconds"
 fi

@@ -10,7 +10,8 @@ set -euo pipefail
 PACKAGES=(meson ninja-build pkg-config gcc check libsubunit-dev libglib2.0-dev
           valgrind)
 
-# QEMU 7.2's build deps (the x86_64-softmmu configuration in build-qemu.sh),
+# QEMU 10.2's build deps (the x86_64-softmmu configuration in build-qemu.sh;
+# meson >= 1.5 comes from bookworm-backports, privately, in build-qemu.sh),
 # dpkg-dev for apt-get source, git for the source tree, and the firmware
 # the self-built binary loads from Debian's paths (--firmwarepath).
 QEMU_PACKAGES=(git dpkg-dev libglib2.0-dev libpixman-1-dev ninja-build meson

@@ -247,7 +247,7 @@ tap $? "-cpu ...,pmu-event-filter='deny 0xc0,,0xc4': ',,' is no escape in -cpu, 
     "$(grep -v "TCG doesn't support" "$logdir/comma.stderr")"
 
 # The PMU's own CPUID bits are vpmu's to give under TCG: no "TCG doesn't
-# support" warning for them with pmu=on (QEMU patch 0013), as before with
+# support" warning for them with pmu=on (QEMU patch 0006), as before with
 # pmu=off.
 echo "# ---- CPUID bits the vPMU provides"
 for p in on off; do

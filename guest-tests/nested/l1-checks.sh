@@ -8,7 +8,7 @@
 # qv FILE: a query-vpmu reply of one vCPU as KEY=VALUE lines: cpu-index,
 # vendor, the vCPU's totals (overflows, pmis, filtered, unsupported,
 # source-errors), cI.KEY for counter I (fixed, index, event, control, value,
-# state, overflows, pmis, filtered; the qapi schema of patch 0004), sorted,
+# state, overflows, pmis, filtered; the qapi schema of patch 0011), sorted,
 # and ncounters.  QMP prints an object's members in no fixed order: a
 # counter is an object one level below the vCPU's.
 qv() {
