@@ -3,8 +3,9 @@
  *
  * Everything is polled and single-threaded: the only interrupts are the
  * PMIs the tests provoke (NMI or VEC_PMI), the self-test's IPIs on the
- * same two paths, and APIC spurious interrupts; the 8259 PICs are masked
- * so the PIT cannot fire into exception vectors.
+ * same two paths and its one instruction breakpoint (#DB), and APIC
+ * spurious interrupts; the 8259 PICs are masked so the PIT cannot fire
+ * into exception vectors.
  */
 #include "runtime.h"
 
