@@ -145,8 +145,11 @@ static const ConfigVector config_vectors[] = {
     { SRC_LINE, INTEL, CAPS(~0ull), BAD("perf_capabilities") },
     /* perf_capabilities needs pdcm (MSR 345H exists only with PDCM). */
     { SRC_LINE, INTEL, PDCM(false), CAPS(FW), BAD("perf_capabilities") },
-    { SRC_LINE, INTEL, EVENTS(VPMU_EVENT_BIT(VPMU_EVENT__COUNT)),
+    { SRC_LINE, INTEL, EVENTS(VPMU_EVENT_BIT(VPMU_EVENT__NAMED)),
       BAD("events") },
+    /* The catalogue's events are named: a source may back them. */
+    { SRC_LINE, INTEL, EVENTS(VPMU_EVENT_BIT(VPMU_EVENT__COUNT)), OK },
+    { SRC_LINE, INTEL, EVENTS(VPMU_EVENTS_ALL | VPMU_EVENTS_MODEL), OK },
     { SRC_LINE, INTEL, EVENTS(VPMU_EVENTS_ALL | (1u << 31)), BAD("events") },
     { SRC_LINE, INTEL, EVENTS(~0u), BAD("events") },
 
@@ -196,8 +199,9 @@ static const ConfigVector config_vectors[] = {
     { SRC_LINE, AMD, FIXED(3), BAD("nr_fixed") },
     { SRC_LINE, AMD, FXW(48), BAD("fixed_width") },
     { SRC_LINE, AMD, FXW(32), BAD("fixed_width") },
-    { SRC_LINE, AMD, EVENTS(VPMU_EVENT_BIT(VPMU_EVENT__COUNT)),
+    { SRC_LINE, AMD, EVENTS(VPMU_EVENT_BIT(VPMU_EVENT__NAMED)),
       BAD("events") },
+    { SRC_LINE, AMD, EVENTS(VPMU_EVENT_BIT(VPMU_EVENT_HW_INTERRUPTS)), OK },
     { SRC_LINE, AMD, EVENTS(~0u), BAD("events") },
 };
 

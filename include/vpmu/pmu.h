@@ -78,8 +78,13 @@ typedef struct VpmuConfig {
     unsigned fixed_width;       /* Intel 32-48 with fixed counters, else 0 */
     bool pdcm;                  /* Intel CPUID.1:ECX.PDCM[15]: MSR 345H exists */
     uint64_t perf_capabilities; /* needs pdcm; VPMU_PERF_CAP_FW_WRITE only */
-    uint32_t events;            /* VPMU_EVENT_BIT()s the source can back */
-    bool raw_events;            /* give non-architectural events to the source */
+    /*
+     * VPMU_EVENT_BIT()s the source can back: architectural events
+     * (VPMU_EVENTS_ALL, also what CPUID.0AH:EBX offers) and catalogue
+     * events (VPMU_EVENTS_MODEL), which the source then gets by name.
+     */
+    uint32_t events;
+    bool raw_events;            /* give other events to the source, raw */
     /*
      * AMD: the vCPU offers SVM, so PERF_CTL HostOnly [41] and GuestOnly
      * [40] are kept and honoured (APM Vol. 2 13.2.1): a counter counts in

@@ -54,13 +54,33 @@ typedef enum VpmuArchEvent {
     VPMU_EVENT_BRANCHES = 5,        /* Branch Instructions Retired 0xC4/0x00 */
     VPMU_EVENT_BRANCH_MISSES = 6,   /* Branch Misses Retired 0xC5/0x00 */
     VPMU_EVENT_TOPDOWN_SLOTS = 7,   /* Topdown Slots 0xA4/0x01 */
-    VPMU_EVENT__COUNT,
-    /* Not architectural: attr->raw_config is all the source gets. */
+    VPMU_EVENT__COUNT,              /* the architectural events */
+    /*
+     * Model-specific events of the event catalogue (docs/events.md), each
+     * with one encoding per vendor (Skylake, Zen).  The core decodes them
+     * by name only for a source whose VpmuConfig.events has their bit;
+     * for any other source they are VPMU_EVENT_RAW like every other
+     * model-specific event.
+     */
+    VPMU_EVENT_BR_COND = VPMU_EVENT__COUNT, /* conditional branches */
+    VPMU_EVENT_BR_NTAKEN,           /* conditional branches not taken */
+    VPMU_EVENT_BR_TAKEN,            /* taken branches */
+    VPMU_EVENT_BR_CALL,             /* near calls */
+    VPMU_EVENT_BR_RET,              /* near returns */
+    VPMU_EVENT_BR_FAR,              /* far branches */
+    VPMU_EVENT_LOADS,               /* instructions that load */
+    VPMU_EVENT_STORES,              /* instructions that store */
+    VPMU_EVENT_HW_INTERRUPTS,       /* hardware interrupts received */
+    VPMU_EVENT__NAMED,
+    /* Not named: attr->raw_config is all the source gets. */
     VPMU_EVENT_RAW = 0xff,
 } VpmuArchEvent;
 
 #define VPMU_EVENT_BIT(e) (1u << (e))
+/* Every architectural event (the CPUID.0AH:EBX bits). */
 #define VPMU_EVENTS_ALL ((1u << VPMU_EVENT__COUNT) - 1)
+/* Every model-specific event of the catalogue. */
+#define VPMU_EVENTS_MODEL (((1u << VPMU_EVENT__NAMED) - 1) & ~VPMU_EVENTS_ALL)
 
 typedef void (*VpmuOverflowFn)(void *ctx);
 

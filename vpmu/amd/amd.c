@@ -39,8 +39,13 @@ static const VpmuMsrRange amd_ranges[] = {
     { 0xc0010200, 12, VPMU_MSR_F15H_CTL_CTR },  /* PERF_CTL/CTR 0-5 pairs */
 };
 
-/* Linux arch/x86/events/amd/core.c amd_perfmon_event_map. */
-static const VpmuEventCode amd_arch_events[] = {
+/*
+ * By VpmuArchEvent: Linux arch/x86/events/amd/core.c
+ * amd_perfmon_event_map, then the catalogue's model-specific events as
+ * Zen encodes them (PPR for family 17h, "Core Performance Monitor
+ * Counters"; docs/events.md).  Zen has no near-call or not-taken event.
+ */
+static const VpmuEventCode amd_events[] = {
     [VPMU_EVENT_CYCLES] = { 0x076, 0x00, true },
     [VPMU_EVENT_INSTRUCTIONS] = { 0x0c0, 0x00, true },
     [VPMU_EVENT_REF_CYCLES] = { 0, 0, false },
@@ -49,9 +54,18 @@ static const VpmuEventCode amd_arch_events[] = {
     [VPMU_EVENT_BRANCHES] = { 0x0c2, 0x00, true },
     [VPMU_EVENT_BRANCH_MISSES] = { 0x0c3, 0x00, true },
     [VPMU_EVENT_TOPDOWN_SLOTS] = { 0, 0, false },
+    [VPMU_EVENT_BR_COND] = { 0x0d1, 0x00, true },   /* ExRetCond */
+    [VPMU_EVENT_BR_NTAKEN] = { 0, 0, false },
+    [VPMU_EVENT_BR_TAKEN] = { 0x0c4, 0x00, true },  /* ExRetBrnTkn */
+    [VPMU_EVENT_BR_CALL] = { 0, 0, false },
+    [VPMU_EVENT_BR_RET] = { 0x0c8, 0x00, true },    /* ExRetNearRet */
+    [VPMU_EVENT_BR_FAR] = { 0x0c6, 0x00, true },    /* ExRetBrnFar */
+    [VPMU_EVENT_LOADS] = { 0x029, 0x01, true },     /* LsDispatch.LdDispatch */
+    [VPMU_EVENT_STORES] = { 0x029, 0x02, true },    /* LsDispatch.StoreDispatch */
+    [VPMU_EVENT_HW_INTERRUPTS] = { 0x02c, 0x00, true }, /* LsIntTaken */
 };
-_Static_assert(VPMU_ARRAY_SIZE(amd_arch_events) == VPMU_EVENT__COUNT,
-               "one entry per architectural event");
+_Static_assert(VPMU_ARRAY_SIZE(amd_events) == VPMU_EVENT__NAMED,
+               "one entry per named event");
 _Static_assert(VPMU_ARRAY_SIZE(amd_ranges) <= VPMU_MAX_RANGES,
                "the PMU keeps one bitmap per range");
 
@@ -208,7 +222,7 @@ const VpmuArchOps vpmu_amd_ops = {
     .ranges = amd_ranges,
     .nr_ranges = VPMU_ARRAY_SIZE(amd_ranges),
     .event_bits = VPMU_EVTSEL_EVENT | AMD_EVTSEL_EVENT_HI,
-    .events = amd_arch_events,
+    .events = amd_events,
     .guest_only = AMD_EVTSEL_GUEST_ONLY,
     .host_only = AMD_EVTSEL_HOST_ONLY,
     .check = amd_check,

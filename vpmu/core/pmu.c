@@ -47,7 +47,7 @@ int vpmu_arch_event_encoding(VpmuVendor vendor, VpmuArchEvent e,
     const VpmuArchOps *arch = vpmu_arch_for(vendor);
     const VpmuEventCode *code;
 
-    if (!arch || e >= VPMU_EVENT__COUNT || !arch->events[e].valid) {
+    if (!arch || e >= VPMU_EVENT__NAMED || !arch->events[e].valid) {
         return -ENOENT;
     }
     code = &arch->events[e];
@@ -73,9 +73,10 @@ int vpmu_config_check(const VpmuConfig *cfg, char *err, size_t errlen)
         return vpmu_err(err, errlen, "vendor: %d is neither Intel (1) nor "
                         "AMD (2)", (int)cfg->vendor);
     }
-    if (cfg->events & ~VPMU_EVENTS_ALL) {
+    if (cfg->events & ~(VPMU_EVENTS_ALL | VPMU_EVENTS_MODEL)) {
         return vpmu_err(err, errlen, "events: bits 0x%x name no "
-                        "architectural event", cfg->events & ~VPMU_EVENTS_ALL);
+                        "architectural or catalogue event",
+                        cfg->events & ~(VPMU_EVENTS_ALL | VPMU_EVENTS_MODEL));
     }
     return arch->check(cfg, err, errlen);
 }
@@ -278,7 +279,8 @@ int vpmu_pmu_rdmsr(VpmuPmu *pmu, uint32_t msr, uint64_t *val)
  * (APM 13.2.1): GuestOnly alone counts in guest mode only, HostOnly alone
  * in host mode only, both or neither in both.
  */
-static void decode_evtsel(const VpmuArchOps *a, uint64_t ctl, VpmuCtl *out)
+static void decode_evtsel(const VpmuArchOps *a, uint32_t events, uint64_t ctl,
+                          VpmuCtl *out)
 {
     uint64_t sel = ctl & a->event_bits;
     /* EventSelect[11:8] lives in bits 35:32 (AMD; 0 on Intel). */
@@ -296,7 +298,11 @@ static void decode_evtsel(const VpmuArchOps *a, uint64_t ctl, VpmuCtl *out)
     out->raw_config = ctl & (a->event_bits | VPMU_EVTSEL_UMASK |
                              VPMU_EVTSEL_MODIFIERS);
     out->event = VPMU_EVENT_RAW;
-    for (unsigned e = 0; e < VPMU_EVENT__COUNT; e++) {
+    for (unsigned e = 0; e < VPMU_EVENT__NAMED; e++) {
+        /* A catalogue event the source does not back stays raw. */
+        if (e >= VPMU_EVENT__COUNT && !(events & VPMU_EVENT_BIT(e))) {
+            continue;
+        }
         if (a->events[e].valid && a->events[e].event == event &&
             a->events[e].umask == umask) {
             out->event = e;
@@ -310,7 +316,7 @@ void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
 {
     memset(out, 0, sizeof(*out));
     if (!c->fixed) {
-        decode_evtsel(pmu->arch, ctl, out);
+        decode_evtsel(pmu->arch, pmu->cfg.events, ctl, out);
         return;
     }
     /* A fixed counter's field (SDM Figure 20-2) and its one event. */

@@ -54,8 +54,13 @@ static const VpmuMsrRange intel_ranges[] = {
     { 0x4c1, 8, VPMU_MSR_A_PMC },               /* IA32_A_PMC0-7 */
 };
 
-/* SDM Table 20-1, indexed by VpmuArchEvent = the CPUID.0AH:EBX bit. */
-static const VpmuEventCode intel_arch_events[] = {
+/*
+ * By VpmuArchEvent: the architectural events of SDM Table 20-1 (the
+ * CPUID.0AH:EBX bits), then the catalogue's model-specific events as
+ * Skylake encodes them (SDM Vol. 3B 20.3.8 and Intel's Skylake event
+ * list; docs/events.md).
+ */
+static const VpmuEventCode intel_events[] = {
     [VPMU_EVENT_CYCLES] = { 0x3c, 0x00, true },
     [VPMU_EVENT_INSTRUCTIONS] = { 0xc0, 0x00, true },
     [VPMU_EVENT_REF_CYCLES] = { 0x3c, 0x01, true },
@@ -64,9 +69,21 @@ static const VpmuEventCode intel_arch_events[] = {
     [VPMU_EVENT_BRANCHES] = { 0xc4, 0x00, true },
     [VPMU_EVENT_BRANCH_MISSES] = { 0xc5, 0x00, true },
     [VPMU_EVENT_TOPDOWN_SLOTS] = { 0xa4, 0x01, true },
+    /* BR_INST_RETIRED.CONDITIONAL, .NOT_TAKEN, .NEAR_TAKEN, ... */
+    [VPMU_EVENT_BR_COND] = { 0xc4, 0x01, true },
+    [VPMU_EVENT_BR_NTAKEN] = { 0xc4, 0x10, true },
+    [VPMU_EVENT_BR_TAKEN] = { 0xc4, 0x20, true },
+    [VPMU_EVENT_BR_CALL] = { 0xc4, 0x02, true },
+    [VPMU_EVENT_BR_RET] = { 0xc4, 0x08, true },
+    [VPMU_EVENT_BR_FAR] = { 0xc4, 0x40, true },
+    /* MEM_INST_RETIRED.ALL_LOADS, .ALL_STORES */
+    [VPMU_EVENT_LOADS] = { 0xd0, 0x81, true },
+    [VPMU_EVENT_STORES] = { 0xd0, 0x82, true },
+    /* HW_INTERRUPTS.RECEIVED */
+    [VPMU_EVENT_HW_INTERRUPTS] = { 0xcb, 0x01, true },
 };
-_Static_assert(VPMU_ARRAY_SIZE(intel_arch_events) == VPMU_EVENT__COUNT,
-               "one entry per architectural event");
+_Static_assert(VPMU_ARRAY_SIZE(intel_events) == VPMU_EVENT__NAMED,
+               "one entry per named event");
 _Static_assert(VPMU_ARRAY_SIZE(intel_ranges) <= VPMU_MAX_RANGES,
                "the PMU keeps one bitmap per range");
 
@@ -358,7 +375,7 @@ const VpmuArchOps vpmu_intel_ops = {
     .ranges = intel_ranges,
     .nr_ranges = VPMU_ARRAY_SIZE(intel_ranges),
     .event_bits = VPMU_EVTSEL_EVENT,
-    .events = intel_arch_events,
+    .events = intel_events,
     .fixed_events = intel_fixed_events,
     .check = intel_check,
     .msr_exists = intel_msr_exists,

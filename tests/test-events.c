@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The event catalogue: the model-specific events a source may back by
+ * name (docs/events.md).  Their encodings per vendor, and how the core
+ * decodes them: by name for a source whose VpmuConfig.events has their
+ * bit, raw (or not at all) for any other source.
+ */
+#include "vectors.h"
+
+/* IA32_PERFEVTSELx / PERF_CTLx fields (SDM Vol. 3B Figure 20-6). */
+#define EVTSEL_USR          (1ull << 16)
+#define EVTSEL_OS           (1ull << 17)
+#define EVTSEL_EN           (1ull << 22)
+
+/* Intel MSRs (SDM Vol. 4 Table 2-2). */
+#define IA32_PMC0           0x0c1
+#define IA32_PERFEVTSEL0    0x186
+#define IA32_PERF_GLOBAL_CTRL 0x38f
+/* AMD PERF_CTL0 / PERF_CTR0 (APM Vol. 2 13.2.1). */
+#define AMD_PERF_CTL0       0xc0010200
+#define AMD_PERF_CTR0       0xc0010201
+
+/* Each named event's encoding, as vpmu_arch_event_encoding() gives it. */
+typedef struct EncVector {
+    int line;
+    VpmuVendor vendor;
+    VpmuArchEvent event;
+    int ret;
+    uint64_t evtsel;
+} EncVector;
+
+static const EncVector enc_vectors[] = {
+    /* Skylake (Intel's event list; SDM Vol. 3B 20.3.8). */
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_BR_COND, 0, 0x01c4 },
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_BR_NTAKEN, 0, 0x10c4 },
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_BR_TAKEN, 0, 0x20c4 },
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_BR_CALL, 0, 0x02c4 },
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_BR_RET, 0, 0x08c4 },
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_BR_FAR, 0, 0x40c4 },
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_LOADS, 0, 0x81d0 },
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_STORES, 0, 0x82d0 },
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_HW_INTERRUPTS, 0, 0x01cb },
+    /* The architectural ones are unchanged. */
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT_BRANCHES, 0, 0x00c4 },
+    /* Zen (PPR for family 17h). */
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_BR_COND, 0, 0x00d1 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_BR_NTAKEN, -ENOENT, 0 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_BR_TAKEN, 0, 0x00c4 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_BR_CALL, -ENOENT, 0 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_BR_RET, 0, 0x00c8 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_BR_FAR, 0, 0x00c6 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_LOADS, 0, 0x0129 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_STORES, 0, 0x0229 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_HW_INTERRUPTS, 0, 0x002c },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_BRANCHES, 0, 0x00c2 },
+    /* Past the catalogue. */
+    { SRC_LINE, VPMU_VENDOR_INTEL, VPMU_EVENT__NAMED, -ENOENT, 0 },
+    { SRC_LINE, VPMU_VENDOR_AMD, VPMU_EVENT_RAW, -ENOENT, 0 },
+};
+
+START_TEST(test_encodings)
+{
+    const EncVector *v = &enc_vectors[_i];
+    uint64_t evtsel = 0;
+    int r = vpmu_arch_event_encoding(v->vendor, v->event, &evtsel);
+
+    ck_assert_msg(r == v->ret, "line %d: ret %d want %d", v->line, r, v->ret);
+    ck_assert_msg(r || evtsel == v->evtsel, "line %d: 0x%" PRIx64
+                  " want 0x%" PRIx64, v->line, evtsel, v->evtsel);
+}
+END_TEST
+
+/* An Intel v4 PMU whose source backs @events, raw events if @raw. */
+static void intel_pmu(TestPmu *t, uint32_t events, bool raw)
+{
+    VpmuConfig cfg;
+
+    vpmu_config_init(&cfg, VPMU_VENDOR_INTEL);
+    cfg.intel_version = 4;
+    cfg.events = events;
+    cfg.raw_events = raw;
+    test_pmu_init(t, &cfg);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t->pmu, IA32_PERF_GLOBAL_CTRL, 1), 0);
+}
+
+/* An AMD PerfCtrExtCore PMU (no global control). */
+static void amd_pmu(TestPmu *t, uint32_t events, bool raw)
+{
+    VpmuConfig cfg;
+
+    vpmu_config_init(&cfg, VPMU_VENDOR_AMD);
+    cfg.amd_level = VPMU_AMD_PERFCTR_CORE;
+    cfg.nr_gp = 6;
+    cfg.events = events;
+    cfg.raw_events = raw;
+    test_pmu_init(t, &cfg);
+}
+
+static VpmuCounterInfo gp0(TestPmu *t)
+{
+    VpmuCounterInfo info;
+
+    ck_assert_int_eq(vpmu_pmu_counter_info(t->pmu, VPMU_COUNTER_GP(0),
+                                           &info), 0);
+    return info;
+}
+
+static uint64_t rd(TestPmu *t, uint32_t msr)
+{
+    uint64_t v = 0;
+
+    ck_assert_int_eq(vpmu_pmu_rdmsr(t->pmu, msr, &v), 0);
+    return v;
+}
+
+/*
+ * rr's ticks on Skylake: EVTSEL 0x01c4 with USR only.  A source that
+ * backs BR_COND gets it by name and counts what it retires at CPL 3.
+ */
+START_TEST(test_intel_by_name)
+{
+    TestPmu t;
+    VpmuCounterInfo info;
+
+    intel_pmu(&t, VPMU_EVENTS_ALL | VPMU_EVENTS_MODEL, false);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
+                                    0x01c4 | EVTSEL_USR | EVTSEL_EN), 0);
+    info = gp0(&t);
+    ck_assert_int_eq(info.event, VPMU_EVENT_BR_COND);
+    ck_assert_int_eq(info.state, VPMU_COUNTER_COUNTING);
+    vpmu_fake_source_run(t.fake, VPMU_EVENT_BR_COND, 0, 3, 7);
+    vpmu_fake_source_run(t.fake, VPMU_EVENT_BR_COND, 0, 0, 5);   /* OS */
+    vpmu_fake_source_run(t.fake, VPMU_EVENT_BRANCHES, 0, 3, 11);
+    /* The enabling WRMSR is an instruction, not a conditional branch. */
+    ck_assert_uint_eq(rd(&t, IA32_PMC0), 7);
+
+    /* Every other catalogue event of Skylake, by name too. */
+    for (VpmuArchEvent e = VPMU_EVENT__COUNT; e < VPMU_EVENT__NAMED; e++) {
+        uint64_t sel;
+
+        ck_assert_int_eq(vpmu_arch_event_encoding(VPMU_VENDOR_INTEL, e, &sel),
+                         0);
+        ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
+                                        sel | EVTSEL_OS | EVTSEL_EN), 0);
+        info = gp0(&t);
+        ck_assert_msg(info.event == e, "0x%" PRIx64 ": event %d want %d",
+                      sel, info.event, e);
+        ck_assert_int_eq(info.state, VPMU_COUNTER_COUNTING);
+    }
+    test_pmu_fini(&t);
+}
+END_TEST
+
+/*
+ * A source that does not back the catalogue (the host perf source) gets
+ * the same encoding raw, as before there was a catalogue, or refuses it.
+ */
+START_TEST(test_intel_not_backed)
+{
+    TestPmu t;
+    VpmuCounterInfo info;
+
+    intel_pmu(&t, VPMU_EVENTS_ALL, true);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
+                                    0x01c4 | EVTSEL_USR | EVTSEL_EN), 0);
+    info = gp0(&t);
+    ck_assert_int_eq(info.event, VPMU_EVENT_RAW);
+    ck_assert_int_eq(info.state, VPMU_COUNTER_COUNTING);
+    vpmu_fake_source_run(t.fake, VPMU_EVENT_RAW, 0x01c4, 3, 4);
+    vpmu_fake_source_run(t.fake, VPMU_EVENT_BR_COND, 0, 3, 9);
+    ck_assert_uint_eq(rd(&t, IA32_PMC0), 4);
+    test_pmu_fini(&t);
+
+    intel_pmu(&t, VPMU_EVENTS_ALL, false);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
+                                    0x01c4 | EVTSEL_USR | EVTSEL_EN), 0);
+    info = gp0(&t);
+    ck_assert_int_eq(info.event, VPMU_EVENT_RAW);
+    ck_assert_int_eq(info.state, VPMU_COUNTER_UNSUPPORTED);
+    test_pmu_fini(&t);
+}
+END_TEST
+
+/* A source that backs some catalogue events gets only those by name. */
+START_TEST(test_partly_backed)
+{
+    TestPmu t;
+    VpmuCounterInfo info;
+
+    intel_pmu(&t, VPMU_EVENTS_ALL | VPMU_EVENT_BIT(VPMU_EVENT_BR_COND), false);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
+                                    0x20c4 | EVTSEL_USR | EVTSEL_EN), 0);
+    info = gp0(&t);
+    ck_assert_int_eq(info.event, VPMU_EVENT_RAW);
+    ck_assert_int_eq(info.state, VPMU_COUNTER_UNSUPPORTED);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
+                                    0x01c4 | EVTSEL_USR | EVTSEL_EN), 0);
+    info = gp0(&t);
+    ck_assert_int_eq(info.event, VPMU_EVENT_BR_COND);
+    ck_assert_int_eq(info.state, VPMU_COUNTER_COUNTING);
+    test_pmu_fini(&t);
+}
+END_TEST
+
+/*
+ * Zen: rr's ticks are PERF_CTL 0xd1.  Intel's not-taken encoding (0x10c4)
+ * means nothing on AMD: event 0xC4 with a unit mask is not in the
+ * catalogue, so it stays raw; AMD's 0xc4 (taken branches) is named.
+ */
+START_TEST(test_amd_by_name)
+{
+    TestPmu t;
+    VpmuCounterInfo info;
+
+    amd_pmu(&t, VPMU_EVENTS_ALL | VPMU_EVENTS_MODEL, true);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
+                                    0xd1 | EVTSEL_USR | EVTSEL_EN), 0);
+    info = gp0(&t);
+    ck_assert_int_eq(info.event, VPMU_EVENT_BR_COND);
+    vpmu_fake_source_run(t.fake, VPMU_EVENT_BR_COND, 0, 3, 13);
+    ck_assert_uint_eq(rd(&t, AMD_PERF_CTR0), 13);
+
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
+                                    0x10c4 | EVTSEL_USR | EVTSEL_EN), 0);
+    ck_assert_int_eq(gp0(&t).event, VPMU_EVENT_RAW);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
+                                    0xc4 | EVTSEL_USR | EVTSEL_EN), 0);
+    ck_assert_int_eq(gp0(&t).event, VPMU_EVENT_BR_TAKEN);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
+                                    0x022c | EVTSEL_OS | EVTSEL_EN), 0);
+    ck_assert_int_eq(gp0(&t).event, VPMU_EVENT_RAW);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
+                                    0x2c | EVTSEL_OS | EVTSEL_EN), 0);
+    ck_assert_int_eq(gp0(&t).event, VPMU_EVENT_HW_INTERRUPTS);
+    test_pmu_fini(&t);
+}
+END_TEST
+
+static Suite *events_suite(void)
+{
+    Suite *s = suite_create("events");
+    TCase *tc = tcase_create("catalogue");
+
+    tcase_add_loop_test(tc, test_encodings, 0, ARRAY_SIZE(enc_vectors));
+    tcase_add_test(tc, test_intel_by_name);
+    tcase_add_test(tc, test_intel_not_backed);
+    tcase_add_test(tc, test_partly_backed);
+    tcase_add_test(tc, test_amd_by_name);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return run_suite(events_suite());
+}
