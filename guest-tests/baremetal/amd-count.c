@@ -9,6 +9,7 @@
  * value (all counters enabled) unless a check says otherwise.
  */
 #include "pmu-amd.h"
+#include "events.h"
 
 #define CTL_INSNS       (AMD_EVT_INSNS | AMD_CTL_OS | AMD_CTL_EN)      /* 0x4200C0 */
 #define CTL_BRANCHES    (AMD_EVT_BRANCHES | AMD_CTL_OS | AMD_CTL_EN)   /* 0x4200C2 */
@@ -197,6 +198,21 @@ void amd_check_running_writes(void)
     amd_quiesce();
 }
 
+/* Zen's encodings of the catalogue (docs/events.md). */
+static const CatalogueCase amd_catalogue[] = {
+    { "ExRetInstr", 0x00c0, MIX_INSNS, FAR_INSNS, NONE },
+    { "ExRetBrn", 0x00c2, MIX_BRANCHES, FAR_BRANCHES, NONE },
+    { "ExRetCond", 0x00d1, MIX_COND, FAR_COND, NONE },
+    /* Far transfers are taken branches too. */
+    { "ExRetBrnTkn", 0x00c4, MIX_TAKEN, FAR_NEAR_TAKEN + FAR_FAR, NONE },
+    { "ExRetNearRet", 0x00c8, MIX_RETS, 0, NONE },
+    { "ExRetBrnFar", 0x00c6, 0, FAR_FAR, NONE },
+    { "LsDispatch.LdDispatch+LdStDispatch", 0x0529, MIX_LOADS, NONE, NONE },
+    { "LsDispatch.StoreDispatch+LdStDispatch", 0x0629, MIX_STORES, NONE,
+      NONE },
+    { "LsIntTaken", 0x002c, 0, 0, IRQ_N },
+};
+
 void payload_main(void)
 {
     tap_diag("pmu-amd: AMD PMU (docs/msrs.md); block = %u instructions, "
@@ -210,4 +226,6 @@ void payload_main(void)
     amd_check_counting();
     amd_check_overflow();
     amd_check_running_writes();
+    check_catalogue(amd_catalogue, ARRAY_SIZE(amd_catalogue), amd_ctl(0),
+                    amd_ctr(0), amd_quiesce);
 }

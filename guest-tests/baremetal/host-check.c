@@ -17,6 +17,7 @@
  * check the QEMU front end: that is what run.sh is for.
  */
 #include "runtime.h"
+#include "events.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -151,6 +152,87 @@ int measure_block(uint32_t msr_on, uint64_t val_on, uint32_t msr_off)
     return vec ? vec : vec2;
 }
 
+/*
+ * The catalogue's blocks, as the fake source sees them: what each retires
+ * in order (events.h).  The instructions and branches follow the blocks
+ * instruction by instruction; the model-specific events are fed at the
+ * instruction that retires them.
+ */
+static void retire_mix_round(bool even)
+{
+    retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* call */
+    retire(VPMU_EVENT_BRANCHES, 1);
+    retire(VPMU_EVENT_BR_TAKEN, 1);
+    retire(VPMU_EVENT_BR_CALL, 1);
+    retire(VPMU_EVENT_STORES, 1);
+    retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* jmp */
+    retire(VPMU_EVENT_BRANCHES, 1);
+    retire(VPMU_EVENT_BR_TAKEN, 1);
+    retire(VPMU_EVENT_INSTRUCTIONS, 3);                 /* mov, mov, add */
+    retire(VPMU_EVENT_LOADS, 2);
+    retire(VPMU_EVENT_STORES, 2);
+    retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* ret */
+    retire(VPMU_EVENT_BRANCHES, 1);
+    retire(VPMU_EVENT_BR_TAKEN, 1);
+    retire(VPMU_EVENT_BR_RET, 1);
+    retire(VPMU_EVENT_LOADS, 1);
+    retire(VPMU_EVENT_INSTRUCTIONS, 2);                 /* test, jz */
+    retire(VPMU_EVENT_BRANCHES, 1);
+    retire(VPMU_EVENT_BR_COND, 1);
+    retire(even ? VPMU_EVENT_BR_TAKEN : VPMU_EVENT_BR_NTAKEN, 1);
+    retire(VPMU_EVENT_INSTRUCTIONS, even ? 0 : 1);      /* nop */
+}
+
+/* dec; jnz, taken but the last time */
+static void retire_dec_jnz(bool last)
+{
+    retire(VPMU_EVENT_INSTRUCTIONS, 2);
+    retire(VPMU_EVENT_BRANCHES, 1);
+    retire(VPMU_EVENT_BR_COND, 1);
+    retire(last ? VPMU_EVENT_BR_NTAKEN : VPMU_EVENT_BR_TAKEN, 1);
+}
+
+int measure_mix(uint32_t msr, uint64_t val_on)
+{
+    int vec = wrmsr_safe(msr, val_on);
+
+    retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* mov $N, %ecx */
+    for (unsigned ecx = MIX_N; ecx; ecx--) {
+        retire_mix_round(!(ecx & 1));
+        retire_dec_jnz(ecx == 1);
+    }
+    retire(VPMU_EVENT_INSTRUCTIONS, 3);
+    int vec2 = wrmsr_safe(msr, 0);
+    return vec ? vec : vec2;
+}
+
+/* LRET: a far branch, taken on AMD (ExRetBrnTkn counts far transfers). */
+int measure_far(uint32_t msr, uint64_t val_on)
+{
+    int vec = wrmsr_safe(msr, val_on);
+
+    retire(VPMU_EVENT_INSTRUCTIONS, 1);
+    for (unsigned ecx = FAR_N; ecx; ecx--) {
+        retire(VPMU_EVENT_INSTRUCTIONS, 3);             /* push, push, lret */
+        retire(VPMU_EVENT_BRANCHES, 1);
+        retire(VPMU_EVENT_BR_FAR, 1);
+        retire(VPMU_EVENT_BR_TAKEN, vendor_amd ? 1 : 0);
+        retire_dec_jnz(ecx == 1);
+    }
+    retire(VPMU_EVENT_INSTRUCTIONS, 3);
+    int vec2 = wrmsr_safe(msr, 0);
+    return vec ? vec : vec2;
+}
+
+/* Only the interrupts themselves: the handler's events are not checked. */
+int measure_irqs(uint32_t msr, uint64_t val_on)
+{
+    int vec = wrmsr_safe(msr, val_on);
+
+    retire(VPMU_EVENT_HW_INTERRUPTS, IRQ_N);
+    return vec ? vec : wrmsr_safe(msr, 0);
+}
+
 uint32_t apic_read(uint32_t off)
 {
     return off == APIC_LVTPC ? lvtpc : 0;
@@ -232,6 +314,8 @@ void tap_skip(const char *why, const char *fmt, ...)
 static void config_from_keys(VpmuConfig *cfg)
 {
     vpmu_config_init(cfg, vendor_amd ? VPMU_VENDOR_AMD : VPMU_VENDOR_INTEL);
+    /* The fake source backs the catalogue, as the TCG source does. */
+    cfg->events |= VPMU_EVENTS_MODEL;
     cfg->nr_gp = cmdline_u64("gp", cfg->nr_gp);
     if (vendor_amd) {
         cfg->amd_level = cmdline_u64("level", cfg->amd_level);

@@ -8,6 +8,7 @@
  * time.  All counters count at CPL 0 only (OS bit), where the payload runs.
  */
 #include "pmu-intel.h"
+#include "events.h"
 
 #define SEL_INSNS       (EVT_INSNS | EVTSEL_OS | EVTSEL_EN)      /* 0x4200C0 */
 #define SEL_BRANCHES    (EVT_BRANCHES | EVTSEL_OS | EVTSEL_EN)   /* 0x4200C4 */
@@ -277,6 +278,22 @@ void intel_check_running_writes(void)
     intel_quiesce();
 }
 
+/* Skylake's encodings of the catalogue (docs/events.md). */
+static const CatalogueCase intel_catalogue[] = {
+    { "INST_RETIRED.ANY_P", 0x00c0, MIX_INSNS, FAR_INSNS, NONE },
+    { "BR_INST_RETIRED.ALL_BRANCHES", 0x00c4, MIX_BRANCHES, FAR_BRANCHES,
+      NONE },
+    { "BR_INST_RETIRED.CONDITIONAL", 0x01c4, MIX_COND, FAR_COND, NONE },
+    { "BR_INST_RETIRED.NOT_TAKEN", 0x10c4, MIX_NTAKEN, 1, NONE },
+    { "BR_INST_RETIRED.NEAR_TAKEN", 0x20c4, MIX_TAKEN, FAR_NEAR_TAKEN, NONE },
+    { "BR_INST_RETIRED.NEAR_CALL", 0x02c4, MIX_CALLS, 0, NONE },
+    { "BR_INST_RETIRED.NEAR_RETURN", 0x08c4, MIX_RETS, 0, NONE },
+    { "BR_INST_RETIRED.FAR_BRANCH", 0x40c4, 0, FAR_FAR, NONE },
+    { "MEM_INST_RETIRED.ALL_LOADS", 0x81d0, MIX_LOADS, NONE, NONE },
+    { "MEM_INST_RETIRED.ALL_STORES", 0x82d0, MIX_STORES, NONE, NONE },
+    { "HW_INTERRUPTS.RECEIVED", 0x01cb, 0, 0, IRQ_N },
+};
+
 void payload_main(void)
 {
     tap_diag("pmu-intel: Intel architectural PMU (docs/msrs.md); block = "
@@ -299,4 +316,8 @@ void payload_main(void)
     }
     intel_check_overflow();
     intel_check_running_writes();
+    if (intel.nr_gp) {
+        check_catalogue(intel_catalogue, ARRAY_SIZE(intel_catalogue),
+                        MSR_IA32_PERFEVTSEL0, MSR_IA32_PMC0, intel_quiesce);
+    }
 }

@@ -129,6 +129,8 @@ void tap_done(void) __attribute__((noreturn));
 void *memset(void *s, int c, size_t n);
 void *memcpy(void *d, const void *s, size_t n);
 
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 static inline uint64_t bit64(unsigned n) { return 1ull << n; }
 
 /* A mask of the low n bits, n <= 64. */

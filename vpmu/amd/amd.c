@@ -60,8 +60,13 @@ static const VpmuEventCode amd_events[] = {
     [VPMU_EVENT_BR_CALL] = { 0, 0, false },
     [VPMU_EVENT_BR_RET] = { 0x0c8, 0x00, true },    /* ExRetNearRet */
     [VPMU_EVENT_BR_FAR] = { 0x0c6, 0x00, true },    /* ExRetBrnFar */
-    [VPMU_EVENT_LOADS] = { 0x029, 0x01, true },     /* LsDispatch.LdDispatch */
-    [VPMU_EVENT_STORES] = { 0x029, 0x02, true },    /* LsDispatch.StoreDispatch */
+    /*
+     * Zen has no retired-load or retired-store event: LsDispatch with
+     * LdDispatch or StoreDispatch plus LdStDispatch (unit masks add up)
+     * counts the ops that load, or store, including load-op-store ones.
+     */
+    [VPMU_EVENT_LOADS] = { 0x029, 0x05, true },
+    [VPMU_EVENT_STORES] = { 0x029, 0x06, true },
     [VPMU_EVENT_HW_INTERRUPTS] = { 0x02c, 0x00, true }, /* LsIntTaken */
 };
 _Static_assert(VPMU_ARRAY_SIZE(amd_events) == VPMU_EVENT__NAMED,
