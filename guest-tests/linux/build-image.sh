@@ -130,6 +130,23 @@ ldso=$stage/lib/$arch/ld-linux-x86-64.so.2
 libpath=$stage/lib/$arch:$stage/usr/lib/$arch
 stage_libs "$perf_bin"
 
+# --- rr, for the record/replay tests (tests/rr.sh) --------------------------
+# Its 64-bit parts only: the binary, the preload/page/audit libraries and
+# the exec stub rr finds in ../lib/rr next to itself, and their shared
+# libraries (libcapnp, libstdc++, ...).  Not libc6-i386: no 32-bit tracee.
+stage_pkg rr
+for p in $(lib_depends "${staged[rr]}"); do
+    [[ $p == libc6-i386 ]] || stage_pkg "$p"
+done
+rr_files=(usr/bin/rr usr/lib/rr/librrpreload.so usr/lib/rr/librrpage.so
+          usr/lib/rr/librraudit.so usr/lib/rr/rr_exec_stub)
+# The dynamically linked ones (librrpage and the exec stub are static).
+rr_dyn=(usr/bin/rr usr/lib/rr/librrpreload.so usr/lib/rr/librraudit.so)
+for f in "${rr_files[@]}"; do
+    [[ -f $stage/$f ]] || die "rr: no $f in the rr package"
+done
+stage_libs "${rr_dyn[@]/#/$stage/}"
+
 # --- the initramfs tree ----------------------------------------------------
 mkdir -p "$root"/{bin,dev,etc,proc,sys,tmp,root,usr/bin,lib/$arch,lib64,vpmu/bin,vpmu/tests}
 ln -s bin "$root/sbin"
@@ -155,6 +172,14 @@ list_libs "$dyn_sleep" |
     awk '$1 !~ /^\// && $2 == "=>" { print $1 }' | while read -r so; do
     [[ -e $root/lib/$arch/$so ]] || die "sleep needs $so, which perf does not"
 done
+for f in "${rr_files[@]}"; do
+    install -D -m 0755 "$stage/$f" "$root/$f"
+done
+list_libs "${rr_dyn[@]/#/$stage/}" |
+    awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
+while read -r so path; do
+    [[ -e $root/lib/$arch/$so ]] || cp -L "$path" "$root/lib/$arch/$so"
+done
 ln -s ../lib/$arch/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
 echo "/lib/$arch" >"$root/etc/ld.so.conf"
 if command -v ldconfig >/dev/null || [[ -x /sbin/ldconfig ]]; then
@@ -176,6 +201,9 @@ build_wl loop.S loop_100M 100000000
 build_wl loop.S loop_1000M 1000000000   # stat-exact under L1 (vpmu.l1cycles=1)
 build_wl until.S until 200000000   # migrate-kvm (nested): 4e8 instructions a chunk
 build_wl hot.S hot 5000000
+# rr-work: C with threads, linked against the image's glibc (the staged
+# libc6 is bookworm's, the compiler's too).
+gcc -O1 -pthread -o "$root/vpmu/bin/rr-work" "$wl/rr-work.c"
 
 install -m 0755 "$here/init" "$root/init"
 install -m 0644 "$here/tap-lib.sh" "$root/vpmu/tap-lib.sh"
