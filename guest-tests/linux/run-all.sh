@@ -7,12 +7,18 @@
 #   amd           CPU=EPYC,pmu=on SMP=1                       all tests
 #   intel-icount  Intel, SMP=1, ICOUNT=0                      multiplex
 #   amd-icount    AMD, SMP=1, ICOUNT=0                        multiplex
+#   rr-intel      CPU=Skylake-Client,pmu=on SMP=1             rr
+#   rr-intel-smp2 the same with SMP=2                         rr
+#   rr-amd        CPU=EPYC,pmu=on SMP=1                       rr
+#   rr-amd-smp2   the same with SMP=2                         rr
 #
+# rr knows neither max's family/model nor qemu64's: its configurations use
+# the models it does (docs/rr-papi-events.md).
 # The icount runs are there for multiplex's 1% checks, which need guest time
 # that advances with retired instructions (see tests/multiplex.sh); without
 # -icount those checks are skipped.
 #
-# Usage: run-all.sh [CONFIG...]      (default: all five, in that order)
+# Usage: run-all.sh [CONFIG...]      (default: all nine, in that order)
 #
 # Environment: QEMU, IMAGE, TIMEOUT, REQUIRE_PMU as for run-guest.sh;
 # KERNEL defaults to vmlinux when the image has it (PVH boot, faster).
@@ -34,6 +40,7 @@ image=${IMAGE:-$top/build/guest}
 logdir=${LOGDIR:-$image/run-all}
 intel=max,vendor=GenuineIntel,pmu=on
 amd=EPYC,pmu=on
+skylake=Skylake-Client,pmu=on
 
 if [[ -z ${KERNEL:-} ]]; then
     if [[ -f $image/vmlinux ]]; then KERNEL=vmlinux; else KERNEL=vmlinuz; fi
@@ -48,12 +55,17 @@ config() {
     amd) echo "$amd 1 - all" ;;
     intel-icount) echo "$intel 1 0 multiplex" ;;
     amd-icount) echo "$amd 1 0 multiplex" ;;
+    rr-intel) echo "$skylake 1 - rr" ;;
+    rr-intel-smp2) echo "$skylake 2 - rr" ;;
+    rr-amd) echo "$amd 1 - rr" ;;
+    rr-amd-smp2) echo "$amd 2 - rr" ;;
     *) return 1 ;;
     esac
 }
 
 configs=("$@")
-((${#configs[@]})) || configs=(intel intel-smp2 amd intel-icount amd-icount)
+((${#configs[@]})) || configs=(intel intel-smp2 amd intel-icount amd-icount
+                                rr-intel rr-intel-smp2 rr-amd rr-amd-smp2)
 for c in "${configs[@]}"; do
     config "$c" >/dev/null || { echo "run-all: unknown configuration $c" >&2; exit 2; }
 done

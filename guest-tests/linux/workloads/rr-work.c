@@ -1,11 +1,14 @@
 /*
- * rr-work: what tests/rr.sh records and replays.  Two worker threads do
- * integer work full of conditional branches (rr's ticks) and syscalls,
- * and take SIGNALS SIGUSR1s that the main thread sends one at a time,
- * each acknowledged before the next, so that none is lost.  Prints what
- * the workers did, which depends on timing: a replay must print the same.
+ * rr-work [SIGNALS [STEPS]]: what tests/rr.sh records and replays.  Two
+ * worker threads do integer work full of conditional branches (rr's
+ * ticks), STEPS (default 20000) steps and a syscall a round, and take
+ * SIGNALS (default 20) SIGUSR1s that the main thread sends one at a
+ * time, each acknowledged before the next, so that none is lost.  Prints
+ * what the workers did, which depends on timing: a replay must print the
+ * same.  Exit status 0 if every signal was handled.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,7 +16,8 @@
 #include <unistd.h>
 
 #define WORKERS 2
-#define SIGNALS 20
+
+static long steps = 20000;
 
 static atomic_int handled;
 static atomic_int stop;
@@ -45,7 +49,7 @@ static void *worker(void *arg)
     unsigned long id = (unsigned long)arg, sum = 0, rounds = 0;
 
     while (!atomic_load(&stop)) {
-        sum += work(id * 1000 + rounds, 20000);
+        sum += work(id * 1000 + rounds, steps);
         rounds++;
         getppid();      /* a syscall per round */
     }
@@ -53,11 +57,15 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int signals = argc > 1 ? atoi(argv[1]) : 20;
     pthread_t t[WORKERS];
     struct sigaction sa;
 
+    if (argc > 2) {
+        steps = atol(argv[2]);
+    }
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_usr1;
     sa.sa_flags = SA_RESTART;
@@ -65,7 +73,7 @@ int main(void)
     for (unsigned long i = 0; i < WORKERS; i++) {
         pthread_create(&t[i], NULL, worker, (void *)i);
     }
-    for (int i = 0; i < SIGNALS; i++) {
+    for (int i = 0; i < signals; i++) {
         pthread_kill(t[i % WORKERS], SIGUSR1);
         while (atomic_load(&handled) < i + 1) {
             sched_yield();
@@ -76,5 +84,5 @@ int main(void)
         pthread_join(t[i], NULL);
     }
     printf("handled %d signals\n", atomic_load(&handled));
-    return atomic_load(&handled) != SIGNALS;
+    return atomic_load(&handled) != signals;
 }
