@@ -16,6 +16,13 @@
 #   e  -cpu max,vendor=GenuineIntel,pmu=on    perf record -F 1000 -e instructions
 #                                             (overflow through the TB-entry
 #                                             budget instead of the cycle timer)
+#   f  -cpu max,vendor=GenuineIntel,pmu=on    perf stat -e instructions,r20c4,
+#                                             r02c4,r08c4,r40c4 (taken branches,
+#                                             near calls and returns, far
+#                                             branches: the HF_VPMU_BR charges)
+#   g  -cpu max,vendor=GenuineIntel,pmu=on    perf stat -e instructions,r81d0,
+#                                             r82d0 (loads and stores: the
+#                                             HF_VPMU_MEM charge; docs/events.md)
 #
 # The configurations alternate within each round, and the order rotates
 # from round to round, so that drift in the host's load falls on all five.
@@ -106,7 +113,7 @@ done
 [[ -r /proc/self/schedstat ]] || die "no /proc/PID/schedstat on this host"
 read -r -a cfgs <<<"${CONFIGS:-a b c d e}"
 for c in "${cfgs[@]}"; do
-    [[ $c == [a-e] ]] || die "CONFIGS: unknown configuration '$c' (a-e)"
+    [[ $c == [a-g] ]] || die "CONFIGS: unknown configuration '$c' (a-g)"
 done
 [[ " ${cfgs[*]} " == *" a "* ]] || die "CONFIGS must include a (the pmu=off baseline)"
 
@@ -137,15 +144,21 @@ cat "$image/initramfs.cpio.gz" "$out/overlay.cpio.gz" >"$out/image/initramfs.cpi
 # --- the configurations ------------------------------------------------------
 base=${CPU_BASE:-max,vendor=GenuineIntel}
 declare -A cpu=([a]="$base,pmu=off" [b]="$base,pmu=on" [c]="$base,pmu=on"
-                [d]="$base,pmu=on" [e]="$base,pmu=on")
-declare -A mode=([a]=plain [b]=stat [c]=record [d]=plain [e]=record)
-declare -A extra=([c]=" vpmu.bench_event=cycles" [e]=" vpmu.bench_event=instructions")
+                [d]="$base,pmu=on" [e]="$base,pmu=on" [f]="$base,pmu=on"
+                [g]="$base,pmu=on")
+declare -A mode=([a]=plain [b]=stat [c]=record [d]=plain [e]=record [f]=stat
+                 [g]=stat)
+declare -A extra=([c]=" vpmu.bench_event=cycles" [e]=" vpmu.bench_event=instructions"
+                  [f]=" vpmu.bench_events=instructions,r20c4,r02c4,r08c4,r40c4"
+                  [g]=" vpmu.bench_events=instructions,r81d0,r82d0")
 declare -A label=(
     [a]="pmu=off, plain"
     [b]="pmu=on, perf stat (6 events)"
     [c]="pmu=on, perf record -F 1000 cycles"
     [d]="pmu=on, plain"
-    [e]="pmu=on, perf record -F 1000 insns")
+    [e]="pmu=on, perf record -F 1000 insns"
+    [f]="pmu=on, perf stat branch kinds"
+    [g]="pmu=on, perf stat loads, stores")
 ncfg=${#cfgs[@]}
 
 # One copy of QEMU per configuration, so that concurrent boots (PARALLEL=1)
@@ -318,7 +331,11 @@ table() {
     ratio c a "perf record cycles / pmu=off" 1.10
     ratio e a "perf record insns / pmu=off" 1.10
     ratio d a "pmu=on plain / pmu=off" 1.02
+    ratio f a "perf stat branch kinds / pmu=off"
+    ratio g a "perf stat loads, stores / pmu=off"
     ratio b d "perf stat / pmu=on plain"
+    ratio f b "branch kinds / perf stat (6 events)"
+    ratio g b "loads, stores / perf stat (6 events)"
     ratio c d "perf record cycles / pmu=on plain"
     ratio e d "perf record insns / pmu=on plain"
 }

@@ -147,6 +147,13 @@ for f in "${rr_files[@]}"; do
 done
 stage_libs "${rr_dyn[@]/#/$stage/}"
 
+# --- PAPI, for tests/papi.sh ------------------------------------------------
+# papi_avail and papi_command_line, libpapi (with libpfm4 and libsde), and
+# libpapi-dev's papi.h to build workloads/papi-work.c against.
+for p in papi-tools libpapi7.0 libpfm4 libsde1 libpapi-dev; do stage_pkg "$p"; done
+papi_files=(usr/bin/papi_avail usr/bin/papi_command_line)
+stage_libs "${papi_files[@]/#/$stage/}"
+
 # --- the initramfs tree ----------------------------------------------------
 mkdir -p "$root"/{bin,dev,etc,proc,sys,tmp,root,usr/bin,lib/$arch,lib64,vpmu/bin,vpmu/tests}
 ln -s bin "$root/sbin"
@@ -175,7 +182,10 @@ done
 for f in "${rr_files[@]}"; do
     install -D -m 0755 "$stage/$f" "$root/$f"
 done
-list_libs "${rr_dyn[@]/#/$stage/}" |
+for f in "${papi_files[@]}"; do
+    install -D -m 0755 "$stage/$f" "$root/$f"
+done
+list_libs "${rr_dyn[@]/#/$stage/}" "${papi_files[@]/#/$stage/}" |
     awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
 while read -r so path; do
     [[ -e $root/lib/$arch/$so ]] || cp -L "$path" "$root/lib/$arch/$so"
@@ -204,6 +214,9 @@ build_wl hot.S hot 5000000
 # rr-work: C with threads, linked against the image's glibc (the staged
 # libc6 is bookworm's, the compiler's too).
 gcc -O1 -pthread -o "$root/vpmu/bin/rr-work" "$wl/rr-work.c"
+# papi-work: against the staged libpapi (the image has it in /lib).
+gcc -O1 -I"$stage/usr/include" -o "$root/vpmu/bin/papi-work" "$wl/papi-work.c" \
+    "$stage/usr/lib/$arch/libpapi.so.7.0"
 
 install -m 0755 "$here/init" "$root/init"
 install -m 0644 "$here/tap-lib.sh" "$root/vpmu/tap-lib.sh"

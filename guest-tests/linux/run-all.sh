@@ -7,13 +7,13 @@
 #   amd           CPU=EPYC,pmu=on SMP=1                       all tests
 #   intel-icount  Intel, SMP=1, ICOUNT=0                      multiplex
 #   amd-icount    AMD, SMP=1, ICOUNT=0                        multiplex
-#   rr-intel      CPU=Skylake-Client,pmu=on SMP=1             rr
-#   rr-intel-smp2 the same with SMP=2                         rr
-#   rr-amd        CPU=EPYC,pmu=on SMP=1                       rr
-#   rr-amd-smp2   the same with SMP=2                         rr
+#   tools-intel   CPU=Skylake-Client,pmu=on SMP=1             rr, papi
+#   tools-intel-smp2  the same with SMP=2                     rr
+#   tools-amd     CPU=EPYC,pmu=on SMP=1                       rr, papi
+#   tools-amd-smp2    the same with SMP=2                     rr
 #
-# rr knows neither max's family/model nor qemu64's: its configurations use
-# the models it does (docs/rr-papi-events.md).
+# rr and libpfm4 (PAPI) know neither max's family/model nor qemu64's: the
+# tools' configurations use models they do (docs/rr-papi-events.md).
 # The icount runs are there for multiplex's 1% checks, which need guest time
 # that advances with retired instructions (see tests/multiplex.sh); without
 # -icount those checks are skipped.
@@ -55,17 +55,18 @@ config() {
     amd) echo "$amd 1 - all" ;;
     intel-icount) echo "$intel 1 0 multiplex" ;;
     amd-icount) echo "$amd 1 0 multiplex" ;;
-    rr-intel) echo "$skylake 1 - rr" ;;
-    rr-intel-smp2) echo "$skylake 2 - rr" ;;
-    rr-amd) echo "$amd 1 - rr" ;;
-    rr-amd-smp2) echo "$amd 2 - rr" ;;
+    tools-intel) echo "$skylake 1 - rr,papi" ;;
+    tools-intel-smp2) echo "$skylake 2 - rr" ;;
+    tools-amd) echo "$amd 1 - rr,papi" ;;
+    tools-amd-smp2) echo "$amd 2 - rr" ;;
     *) return 1 ;;
     esac
 }
 
 configs=("$@")
 ((${#configs[@]})) || configs=(intel intel-smp2 amd intel-icount amd-icount
-                                rr-intel rr-intel-smp2 rr-amd rr-amd-smp2)
+                                tools-intel tools-intel-smp2 tools-amd
+                                tools-amd-smp2)
 for c in "${configs[@]}"; do
     config "$c" >/dev/null || { echo "run-all: unknown configuration $c" >&2; exit 2; }
 done

@@ -1,0 +1,84 @@
+#!/bin/sh
+# papi: PAPI 7.0 (Debian's papi-tools and libpapi, libpfm4 4.13) on the
+# vPMU: its presets exist, count exactly, and papi_command_line runs.
+#
+#   papi_avail -a lists PAPI_TOT_INS, PAPI_TOT_CYC, PAPI_BR_INS,
+#   PAPI_BR_CN, PAPI_BR_TKN, PAPI_LD_INS and PAPI_SR_INS (Skylake: libpfm4's
+#   "skl"); on Zen, PAPI 7.0 defines only TOT_INS, TOT_CYC, BR_INS and
+#   BR_TKN (docs/rr-papi-events.md), and those are what is checked.
+#   papi-work (workloads/papi-work.c) counts each preset around a loop known
+#   by construction, for N = 100000 and 200000: the difference is exact
+#   (per iteration 6.5 instructions, 2 branches, 2 conditional, 1.5 taken,
+#   1 load, 1 store; PAPI's default domain is user mode).  Cycles are
+#   counted by time (docs/tcg.md), TB translation and page faults
+#   included: only non-zero.
+#   papi_command_line with the presets: every one counted, and the same
+#   counts on a second run (its workload, do_flops and do_misses, is
+#   deterministic) but for cycles.
+# shellcheck source=SCRIPTDIR/../tap-lib.sh
+. /vpmu/tap-lib.sh
+plan ''
+
+if [ "$(vendor)" = intel ]; then
+    presets="PAPI_TOT_INS PAPI_TOT_CYC PAPI_BR_INS PAPI_BR_CN PAPI_BR_TKN PAPI_LD_INS PAPI_SR_INS"
+else
+    presets="PAPI_TOT_INS PAPI_TOT_CYC PAPI_BR_INS PAPI_BR_TKN"
+fi
+
+papi_avail -a >avail.txt 2>&1
+diag "$(grep -m1 -i 'CPU Model\|Vendor string' avail.txt)"
+for e in $presets; do
+    check "papi_avail -a lists $e" grep -q "^$e " avail.txt
+done
+grep -q "^PAPI_TOT_INS " avail.txt || diag_file avail.txt 40
+
+both_pos() { is_int "$1" && is_int "$2" && [ "$1" -gt 0 ] && [ "$2" -gt 0 ]; }
+same_pos() { is_int "$1" && [ "$1" -gt 0 ] && [ "$1" = "$2" ]; }
+
+# want EVENT: what one iteration of papi-work's loop adds, times 2 (N even).
+want2() {
+    case $1 in
+    PAPI_TOT_INS) echo 13 ;;
+    PAPI_BR_INS | PAPI_BR_CN) echo 4 ;;
+    PAPI_BR_TKN) echo 3 ;;
+    PAPI_LD_INS | PAPI_SR_INS) echo 2 ;;
+    esac
+}
+n1=100000
+n2=200000
+for e in $presets; do
+    c1=$("$BIN/papi-work" "$e" $n1 2>err1 | awk '{ print $3 }')
+    c2=$("$BIN/papi-work" "$e" $n2 2>err2 | awk '{ print $3 }')
+    if ! is_int "$c1" || ! is_int "$c2"; then
+        fail "papi-work $e: counted ($(cat err1 err2 | head -n 2))"
+        continue
+    fi
+    d=$((c2 - c1))
+    if [ "$e" = PAPI_TOT_CYC ]; then
+        # Time, translation and page faults included: not monotonic in N.
+        diag "$e: N=$n1 $c1, N=$n2 $c2"
+        check "papi-work $e: counted" both_pos "$c1" "$c2"
+        continue
+    fi
+    w=$(($(want2 "$e") * (n2 - n1) / 2))
+    diag "$e: N=$n1 $c1, N=$n2 $c2, difference $d (want $w)"
+    check "papi-work $e: exact over the loop ($w)" eq "$d" "$w"
+done
+
+# papi_command_line prints "EVENT : COUNT" lines.
+cl() { papi_command_line $presets 2>&1 | sed -n 's/^\(PAPI_[A-Z_]*\)[[:space:]]*:[[:space:]]*\([0-9][0-9]*\).*/\1 \2/p'; }
+cl >cl1.txt
+cl >cl2.txt
+for e in $presets; do
+    c1=$(awk -v e="$e" '$1 == e { print $2 }' cl1.txt)
+    c2=$(awk -v e="$e" '$1 == e { print $2 }' cl2.txt)
+    diag "papi_command_line $e: $c1, $c2"
+    if [ "$e" = PAPI_TOT_CYC ]; then
+        check "papi_command_line $e: counted" both_pos "$c1" 1
+    else
+        check "papi_command_line $e: counted, the same twice" \
+            same_pos "$c1" "$c2"
+    fi
+done
+[ -s cl1.txt ] || papi_command_line $presets 2>&1 | head -n 20 | sed 's/^/#   /'
+finish_late
