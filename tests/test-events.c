@@ -105,6 +105,13 @@ static VpmuCounterInfo gp0(TestPmu *t)
     return info;
 }
 
+/* Write @ctl to the event select @msr of GP counter 0; its info after. */
+static VpmuCounterInfo program(TestPmu *t, uint32_t msr, uint64_t ctl)
+{
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t->pmu, msr, ctl), 0);
+    return gp0(t);
+}
+
 static uint64_t rd(TestPmu *t, uint32_t msr)
 {
     uint64_t v = 0;
@@ -123,9 +130,7 @@ START_TEST(test_intel_by_name)
     VpmuCounterInfo info;
 
     intel_pmu(&t, VPMU_EVENTS_ALL | VPMU_EVENTS_MODEL, false);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
-                                    0x01c4 | EVTSEL_USR | EVTSEL_EN), 0);
-    info = gp0(&t);
+    info = program(&t, IA32_PERFEVTSEL0, 0x01c4 | EVTSEL_USR | EVTSEL_EN);
     ck_assert_int_eq(info.event, VPMU_EVENT_BR_COND);
     ck_assert_int_eq(info.state, VPMU_COUNTER_COUNTING);
     vpmu_fake_source_run(t.fake, VPMU_EVENT_BR_COND, 0, 3, 7);
@@ -140,9 +145,7 @@ START_TEST(test_intel_by_name)
 
         ck_assert_int_eq(vpmu_arch_event_encoding(VPMU_VENDOR_INTEL, e, &sel),
                          0);
-        ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
-                                        sel | EVTSEL_OS | EVTSEL_EN), 0);
-        info = gp0(&t);
+        info = program(&t, IA32_PERFEVTSEL0, sel | EVTSEL_OS | EVTSEL_EN);
         ck_assert_msg(info.event == e, "0x%" PRIx64 ": event %d want %d",
                       sel, info.event, e);
         ck_assert_int_eq(info.state, VPMU_COUNTER_COUNTING);
@@ -161,9 +164,7 @@ START_TEST(test_intel_not_backed)
     VpmuCounterInfo info;
 
     intel_pmu(&t, VPMU_EVENTS_ALL, true);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
-                                    0x01c4 | EVTSEL_USR | EVTSEL_EN), 0);
-    info = gp0(&t);
+    info = program(&t, IA32_PERFEVTSEL0, 0x01c4 | EVTSEL_USR | EVTSEL_EN);
     ck_assert_int_eq(info.event, VPMU_EVENT_RAW);
     ck_assert_int_eq(info.state, VPMU_COUNTER_COUNTING);
     vpmu_fake_source_run(t.fake, VPMU_EVENT_RAW, 0x01c4, 3, 4);
@@ -172,9 +173,7 @@ START_TEST(test_intel_not_backed)
     test_pmu_fini(&t);
 
     intel_pmu(&t, VPMU_EVENTS_ALL, false);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
-                                    0x01c4 | EVTSEL_USR | EVTSEL_EN), 0);
-    info = gp0(&t);
+    info = program(&t, IA32_PERFEVTSEL0, 0x01c4 | EVTSEL_USR | EVTSEL_EN);
     ck_assert_int_eq(info.event, VPMU_EVENT_RAW);
     ck_assert_int_eq(info.state, VPMU_COUNTER_UNSUPPORTED);
     test_pmu_fini(&t);
@@ -188,14 +187,10 @@ START_TEST(test_partly_backed)
     VpmuCounterInfo info;
 
     intel_pmu(&t, VPMU_EVENTS_ALL | VPMU_EVENT_BIT(VPMU_EVENT_BR_COND), false);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
-                                    0x20c4 | EVTSEL_USR | EVTSEL_EN), 0);
-    info = gp0(&t);
+    info = program(&t, IA32_PERFEVTSEL0, 0x20c4 | EVTSEL_USR | EVTSEL_EN);
     ck_assert_int_eq(info.event, VPMU_EVENT_RAW);
     ck_assert_int_eq(info.state, VPMU_COUNTER_UNSUPPORTED);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
-                                    0x01c4 | EVTSEL_USR | EVTSEL_EN), 0);
-    info = gp0(&t);
+    info = program(&t, IA32_PERFEVTSEL0, 0x01c4 | EVTSEL_USR | EVTSEL_EN);
     ck_assert_int_eq(info.event, VPMU_EVENT_BR_COND);
     ck_assert_int_eq(info.state, VPMU_COUNTER_COUNTING);
     test_pmu_fini(&t);
@@ -213,25 +208,19 @@ START_TEST(test_amd_by_name)
     VpmuCounterInfo info;
 
     amd_pmu(&t, VPMU_EVENTS_ALL | VPMU_EVENTS_MODEL, true);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
-                                    0xd1 | EVTSEL_USR | EVTSEL_EN), 0);
-    info = gp0(&t);
+    info = program(&t, AMD_PERF_CTL0, 0xd1 | EVTSEL_USR | EVTSEL_EN);
     ck_assert_int_eq(info.event, VPMU_EVENT_BR_COND);
     vpmu_fake_source_run(t.fake, VPMU_EVENT_BR_COND, 0, 3, 13);
     ck_assert_uint_eq(rd(&t, AMD_PERF_CTR0), 13);
 
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
-                                    0x10c4 | EVTSEL_USR | EVTSEL_EN), 0);
-    ck_assert_int_eq(gp0(&t).event, VPMU_EVENT_RAW);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
-                                    0xc4 | EVTSEL_USR | EVTSEL_EN), 0);
-    ck_assert_int_eq(gp0(&t).event, VPMU_EVENT_BR_TAKEN);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
-                                    0x022c | EVTSEL_OS | EVTSEL_EN), 0);
-    ck_assert_int_eq(gp0(&t).event, VPMU_EVENT_RAW);
-    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, AMD_PERF_CTL0,
-                                    0x2c | EVTSEL_OS | EVTSEL_EN), 0);
-    ck_assert_int_eq(gp0(&t).event, VPMU_EVENT_HW_INTERRUPTS);
+    info = program(&t, AMD_PERF_CTL0, 0x10c4 | EVTSEL_USR | EVTSEL_EN);
+    ck_assert_int_eq(info.event, VPMU_EVENT_RAW);
+    info = program(&t, AMD_PERF_CTL0, 0xc4 | EVTSEL_USR | EVTSEL_EN);
+    ck_assert_int_eq(info.event, VPMU_EVENT_BR_TAKEN);
+    info = program(&t, AMD_PERF_CTL0, 0x022c | EVTSEL_OS | EVTSEL_EN);
+    ck_assert_int_eq(info.event, VPMU_EVENT_RAW);
+    info = program(&t, AMD_PERF_CTL0, 0x2c | EVTSEL_OS | EVTSEL_EN);
+    ck_assert_int_eq(info.event, VPMU_EVENT_HW_INTERRUPTS);
     test_pmu_fini(&t);
 }
 END_TEST

@@ -29,7 +29,7 @@
  */
 #define MIX_N           1000u
 #define MIX_INSNS       (5 + 10 * MIX_N + MIX_N / 2)    /* 10505 */
-#define MIX_BRANCHES    (5 * MIX_N)                     /* call jmp ret jz jnz */
+#define MIX_BRANCHES    (5 * MIX_N)     /* call, jmp, ret, jz, jnz */
 #define MIX_COND        (2 * MIX_N)
 #define MIX_NTAKEN      (MIX_N / 2 + 1)
 #define MIX_COND_TAKEN  (MIX_COND - MIX_NTAKEN)         /* 1499 */

@@ -192,13 +192,19 @@ static void retire_dec_jnz(bool last)
     retire(last ? VPMU_EVENT_BR_NTAKEN : VPMU_EVENT_BR_TAKEN, 1);
 }
 
-int measure_mix(uint32_t msr, uint64_t val_on)
+/*
+ * A block as the catalogue's asm has it: the counted WRMSR, MOV $N, N
+ * rounds of @round (ECX from N down) each ending with DEC/JNZ, 3
+ * instructions and the WRMSR that disables.
+ */
+static int fed_block(uint32_t msr, uint64_t val_on, unsigned n,
+                     void (*round)(unsigned ecx))
 {
     int vec = wrmsr_safe(msr, val_on);
 
     retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* mov $N, %ecx */
-    for (unsigned ecx = MIX_N; ecx; ecx--) {
-        retire_mix_round(!(ecx & 1));
+    for (unsigned ecx = n; ecx; ecx--) {
+        round(ecx);
         retire_dec_jnz(ecx == 1);
     }
     retire(VPMU_EVENT_INSTRUCTIONS, 3);
@@ -206,22 +212,29 @@ int measure_mix(uint32_t msr, uint64_t val_on)
     return vec ? vec : vec2;
 }
 
+static void mix_round(unsigned ecx)
+{
+    retire_mix_round(!(ecx & 1));
+}
+
 /* LRET: a far branch, taken on AMD (ExRetBrnTkn counts far transfers). */
+static void far_round(unsigned ecx)
+{
+    (void)ecx;
+    retire(VPMU_EVENT_INSTRUCTIONS, 3);                 /* push, push, lret */
+    retire(VPMU_EVENT_BRANCHES, 1);
+    retire(VPMU_EVENT_BR_FAR, 1);
+    retire(VPMU_EVENT_BR_TAKEN, vendor_amd ? 1 : 0);
+}
+
+int measure_mix(uint32_t msr, uint64_t val_on)
+{
+    return fed_block(msr, val_on, MIX_N, mix_round);
+}
+
 int measure_far(uint32_t msr, uint64_t val_on)
 {
-    int vec = wrmsr_safe(msr, val_on);
-
-    retire(VPMU_EVENT_INSTRUCTIONS, 1);
-    for (unsigned ecx = FAR_N; ecx; ecx--) {
-        retire(VPMU_EVENT_INSTRUCTIONS, 3);             /* push, push, lret */
-        retire(VPMU_EVENT_BRANCHES, 1);
-        retire(VPMU_EVENT_BR_FAR, 1);
-        retire(VPMU_EVENT_BR_TAKEN, vendor_amd ? 1 : 0);
-        retire_dec_jnz(ecx == 1);
-    }
-    retire(VPMU_EVENT_INSTRUCTIONS, 3);
-    int vec2 = wrmsr_safe(msr, 0);
-    return vec ? vec : vec2;
+    return fed_block(msr, val_on, FAR_N, far_round);
 }
 
 /* Only the interrupts themselves: the handler's events are not checked. */

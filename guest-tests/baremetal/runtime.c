@@ -331,29 +331,37 @@ void wrmsr(uint32_t msr, uint64_t val)
                  : "memory");
 }
 
+/*
+ * Every counted block starts with WRMSR msr_on <- EDX:EAX (counted: it
+ * enables) and a MOV of its loop count to ECX, and ends with 3
+ * instructions and WRMSR msr_off <- 0 (not counted: it disables).  The
+ * EXTABLE entries turn a #GP of either WRMSR into a skipped instruction
+ * (and a wrong count) rather than a bail-out, so the remaining checks
+ * still run.  Operands: EAX/EDX/ECX in, [n] the loop count, [off] in EDI.
+ */
+#define BLOCK_ON                                \
+    "10: wrmsr\n"                               \
+    "11: mov %[n], %%ecx\n"
+#define BLOCK_OFF                               \
+    "mov %[off], %%ecx\n"                       \
+    "xor %%eax, %%eax\n"                        \
+    "xor %%edx, %%edx\n"                        \
+    "12: wrmsr\n"                               \
+    "13:\n"                                     \
+    EXTABLE("10b", "11b")                       \
+    EXTABLE("12b", "13b")
+
 /* The counted block: see the derivation of its counts in runtime.h. */
 int measure_block(uint32_t msr_on, uint64_t val_on, uint32_t msr_off)
 {
     uint32_t a = (uint32_t)val_on, d = (uint32_t)(val_on >> 32), c = msr_on;
 
     fault_vector = 0;
-    /*
-     * The instruction count of this block is derived in runtime.h;
-     * keep the two in step.  The EXTABLE entries turn a #GP of either
-     * WRMSR into a skipped instruction (and a wrong count) rather than a
-     * bail-out, so the remaining checks still run.
-     */
-    asm volatile("10: wrmsr\n"
-                 "11: mov %[n], %%ecx\n"
+    /* The instruction count is derived in runtime.h: keep in step. */
+    asm volatile(BLOCK_ON
                  "1: dec %%ecx\n"
                  "jnz 1b\n"
-                 "mov %[off], %%ecx\n"
-                 "xor %%eax, %%eax\n"
-                 "xor %%edx, %%edx\n"
-                 "12: wrmsr\n"
-                 "13:\n"
-                 EXTABLE("10b", "11b")
-                 EXTABLE("12b", "13b")
+                 BLOCK_OFF
                  : "+a"(a), "+d"(d), "+c"(c)
                  : [n] "i"(LOOP_N), [off] "D"(msr_off)
                  : "memory", "cc");
@@ -368,8 +376,7 @@ int measure_mix(uint32_t msr, uint64_t val_on)
     uint32_t a = (uint32_t)val_on, d = (uint32_t)(val_on >> 32), c = msr;
 
     fault_vector = 0;
-    asm volatile("10: wrmsr\n"
-                 "11: mov %[n], %%ecx\n"
+    asm volatile(BLOCK_ON
                  "1: call 2f\n"
                  "jmp 3f\n"
                  "2: mov (%%esi), %%eax\n"
@@ -381,13 +388,7 @@ int measure_mix(uint32_t msr, uint64_t val_on)
                  "nop\n"
                  "4: dec %%ecx\n"
                  "jnz 1b\n"
-                 "mov %[off], %%ecx\n"
-                 "xor %%eax, %%eax\n"
-                 "xor %%edx, %%edx\n"
-                 "12: wrmsr\n"
-                 "13:\n"
-                 EXTABLE("10b", "11b")
-                 EXTABLE("12b", "13b")
+                 BLOCK_OFF
                  : "+a"(a), "+d"(d), "+c"(c)
                  : [n] "i"(MIX_N), [off] "D"(msr), "S"(mix_mem)
                  : "memory", "cc");
@@ -399,20 +400,13 @@ int measure_far(uint32_t msr, uint64_t val_on)
     uint32_t a = (uint32_t)val_on, d = (uint32_t)(val_on >> 32), c = msr;
 
     fault_vector = 0;
-    asm volatile("10: wrmsr\n"
-                 "11: mov %[n], %%ecx\n"
+    asm volatile(BLOCK_ON
                  "1: push %%cs\n"
                  "push $2f\n"
                  "lret\n"
                  "2: dec %%ecx\n"
                  "jnz 1b\n"
-                 "mov %[off], %%ecx\n"
-                 "xor %%eax, %%eax\n"
-                 "xor %%edx, %%edx\n"
-                 "12: wrmsr\n"
-                 "13:\n"
-                 EXTABLE("10b", "11b")
-                 EXTABLE("12b", "13b")
+                 BLOCK_OFF
                  : "+a"(a), "+d"(d), "+c"(c)
                  : [n] "i"(FAR_N), [off] "D"(msr)
                  : "memory", "cc");
