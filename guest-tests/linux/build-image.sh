@@ -166,7 +166,12 @@ for applet in $("$stage/bin/busybox" --list); do
 done
 
 cp "$perf_bin" "$root/usr/bin/perf"
-list_libs "$perf_bin" | awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
+for f in "${rr_files[@]}" "${papi_files[@]}"; do
+    install -D -m 0755 "$stage/$f" "$root/$f"
+done
+# The shared libraries of perf, rr and PAPI, each once.
+list_libs "$perf_bin" "${rr_dyn[@]/#/$stage/}" "${papi_files[@]/#/$stage/}" |
+    awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
 while read -r so path; do
     cp -L "$path" "$root/lib/$arch/$so"
 done
@@ -178,17 +183,6 @@ cp "$dyn_sleep" "$root/vpmu/dynbin/sleep"
 list_libs "$dyn_sleep" |
     awk '$1 !~ /^\// && $2 == "=>" { print $1 }' | while read -r so; do
     [[ -e $root/lib/$arch/$so ]] || die "sleep needs $so, which perf does not"
-done
-for f in "${rr_files[@]}"; do
-    install -D -m 0755 "$stage/$f" "$root/$f"
-done
-for f in "${papi_files[@]}"; do
-    install -D -m 0755 "$stage/$f" "$root/$f"
-done
-list_libs "${rr_dyn[@]/#/$stage/}" "${papi_files[@]/#/$stage/}" |
-    awk '$1 !~ /^\// && $2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
-while read -r so path; do
-    [[ -e $root/lib/$arch/$so ]] || cp -L "$path" "$root/lib/$arch/$so"
 done
 ln -s ../lib/$arch/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
 echo "/lib/$arch" >"$root/etc/ld.so.conf"

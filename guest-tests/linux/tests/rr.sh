@@ -20,7 +20,7 @@
 # each under TCG; 10 s with rr-work's default 20000), so the run stays
 # within a minute or two.
 #
-# Runs only on CPU models rr knows (run-all.sh's rr configurations:
+# Runs only on CPU models rr knows (run-all.sh's tools-* configurations:
 # Skylake-Client, EPYC); elsewhere rr stops at its CPU check, which this
 # test reports as a SKIP with rr's words.
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
