@@ -3,7 +3,8 @@
  * The event catalogue: the model-specific events a source may back by
  * name (docs/events.md).  Their encodings per vendor, and how the core
  * decodes them: by name for a source whose VpmuConfig.events has their
- * bit, raw (or not at all) for any other source.
+ * bit, raw (or not at all) for any other source.  And cycles counted as
+ * instructions (VpmuConfig.insn_cycles).
  */
 #include "vectors.h"
 
@@ -16,6 +17,9 @@
 #define IA32_PMC0           0x0c1
 #define IA32_PERFEVTSEL0    0x186
 #define IA32_PERF_GLOBAL_CTRL 0x38f
+#define IA32_FIXED_CTR1     0x30a
+#define IA32_FIXED_CTR2     0x30b
+#define IA32_FIXED_CTR_CTRL 0x38d
 /* AMD PERF_CTL0 / PERF_CTR0 (APM Vol. 2 13.2.1). */
 #define AMD_PERF_CTL0       0xc0010200
 #define AMD_PERF_CTR0       0xc0010201
@@ -225,6 +229,48 @@ START_TEST(test_amd_by_name)
 }
 END_TEST
 
+/*
+ * VpmuConfig.insn_cycles (QEMU's pmu-cycles=insns): the source counts a
+ * cycle per retired instruction, so the instructions vpmu counts itself
+ * count on cycles counters too, by CPL like instructions.  Step by step
+ * (GP0: cycles OS+USR; GP1: cycles USR; fixed 1 and 2 OS+USR):
+ *   EVTSEL0 (enables GP0)            GP0 1
+ *   EVTSEL1 (GP1 not globally on)    GP0 2
+ *   FIXED_CTR_CTRL 0x330             GP0 3
+ *   GLOBAL_CTRL (all four on)        GP0 4, GP1 0 (CPL 0), fixed 1, 1
+ *   retire at CPL 0, at CPL 3        GP0 6, GP1 1, fixed 3, 3
+ * Without insn_cycles, cycles counters get none of them.
+ */
+START_TEST(test_insn_cycles)
+{
+    static const uint64_t want[2][4] = { { 0, 0, 0, 0 }, { 6, 1, 3, 3 } };
+    const uint64_t *w = want[_i];
+    VpmuConfig cfg;
+    TestPmu t;
+
+    vpmu_config_init(&cfg, VPMU_VENDOR_INTEL);
+    cfg.intel_version = 4;
+    cfg.insn_cycles = _i;
+    test_pmu_init(&t, &cfg);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERF_GLOBAL_CTRL, 1), 0);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0,
+                                    0x3c | EVTSEL_USR | EVTSEL_OS |
+                                    EVTSEL_EN), 0);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERFEVTSEL0 + 1,
+                                    0x3c | EVTSEL_USR | EVTSEL_EN), 0);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_FIXED_CTR_CTRL, 0x330), 0);
+    ck_assert_int_eq(vpmu_pmu_wrmsr(t.pmu, IA32_PERF_GLOBAL_CTRL,
+                                    0x600000003ull), 0);
+    vpmu_pmu_instruction_retired(t.pmu, 0, false);
+    vpmu_pmu_instruction_retired(t.pmu, 3, true);
+    ck_assert_uint_eq(rd(&t, IA32_PMC0), w[0]);
+    ck_assert_uint_eq(rd(&t, IA32_PMC0 + 1), w[1]);
+    ck_assert_uint_eq(rd(&t, IA32_FIXED_CTR1), w[2]);
+    ck_assert_uint_eq(rd(&t, IA32_FIXED_CTR2), w[3]);
+    test_pmu_fini(&t);
+}
+END_TEST
+
 static Suite *events_suite(void)
 {
     Suite *s = suite_create("events");
@@ -235,6 +281,7 @@ static Suite *events_suite(void)
     tcase_add_test(tc, test_intel_not_backed);
     tcase_add_test(tc, test_partly_backed);
     tcase_add_test(tc, test_amd_by_name);
+    tcase_add_loop_test(tc, test_insn_cycles, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -86,6 +86,14 @@ typedef struct VpmuConfig {
     uint32_t events;
     bool raw_events;            /* give other events to the source, raw */
     /*
+     * The source counts cycles and reference cycles as retired
+     * instructions, one cycle each (QEMU TCG's pmu-cycles=insns): the
+     * instructions vpmu counts itself (the enabling WRMSR,
+     * vpmu_pmu_instruction_retired()) count on them too, so that cycles
+     * and instructions stay equal.
+     */
+    bool insn_cycles;
+    /*
      * AMD: the vCPU offers SVM, so PERF_CTL HostOnly [41] and GuestOnly
      * [40] are kept and honoured (APM Vol. 2 13.2.1): a counter counts in
      * host mode, guest mode or both (vpmu_pmu_set_guest_mode()).  false:

@@ -56,8 +56,16 @@ void vpmu_counter_close(VpmuCounter *c)
     c->src_enabled = false;
 }
 
+/* Does a counter of @event count retired instructions on this PMU? */
+static bool counts_instructions(const VpmuPmu *pmu, VpmuArchEvent event)
+{
+    return event == VPMU_EVENT_INSTRUCTIONS ||
+           (pmu->cfg.insn_cycles && (event == VPMU_EVENT_CYCLES ||
+                                     event == VPMU_EVENT_REF_CYCLES));
+}
+
 /* What emulated events a counter with @ctl counts (VPMU_EMUL_*). */
-static uint8_t counter_emul_bits(const VpmuCtl *ctl)
+static uint8_t counter_emul_bits(const VpmuPmu *pmu, const VpmuCtl *ctl)
 {
     uint8_t os, usr;
 
@@ -65,7 +73,7 @@ static uint8_t counter_emul_bits(const VpmuCtl *ctl)
     if (!ctl->plain) {
         return 0;
     }
-    if (ctl->event == VPMU_EVENT_INSTRUCTIONS) {
+    if (counts_instructions(pmu, ctl->event)) {
         os = VPMU_EMUL_INSN_OS;
         usr = VPMU_EMUL_INSN_USR;
     } else if (ctl->event == VPMU_EVENT_BRANCHES) {
@@ -88,7 +96,7 @@ static void counter_set_state(VpmuCounter *c, VpmuCounterState state,
     uint64_t bit = BIT_ULL(vpmu_counter_index(c));
 
     c->state = state;
-    c->emul = state == VPMU_COUNTER_COUNTING ? counter_emul_bits(ctl) : 0;
+    c->emul = state == VPMU_COUNTER_COUNTING ? counter_emul_bits(c->pmu, ctl) : 0;
     if (c->emul) {
         c->pmu->emul_counters |= bit;
     } else {
