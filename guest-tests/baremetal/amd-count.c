@@ -9,6 +9,7 @@
  * value (all counters enabled) unless a check says otherwise.
  */
 #include "pmu-amd.h"
+#include "cycles.h"
 #include "events.h"
 
 #define CTL_INSNS       (AMD_EVT_INSNS | AMD_CTL_OS | AMD_CTL_EN)      /* 0x4200C0 */
@@ -213,6 +214,35 @@ static const CatalogueCase amd_catalogue[] = {
     { "LsIntTaken", 0x002c, 0, 0, IRQ_N },
 };
 
+/*
+ * CPU clocks not halted (PPR: PMCx076) on two counters at CPL 0, started
+ * by one GLOBAL_CTL write on PerfMonV2; before it, one counter started
+ * by its own PERF_CTL.
+ */
+static void amd_check_cycles(void)
+{
+    uint64_t sel = AMD_EVT_CYCLES | AMD_CTL_OS | AMD_CTL_EN;
+    CyclesCounters cc = { .global_ctrl = amd_ctl(0), .enable = sel };
+
+    amd_quiesce();
+    if (amd_v2()) {
+        cc.global_ctrl = MSR_AMD_GLOBAL_CTL;
+        cc.enable = 0;
+        wrmsr_safe(MSR_AMD_GLOBAL_CTL, 0);
+        for (unsigned i = 0; i < 2 && i < amd.nr_gp; i++) {
+            wrmsr_safe(amd_ctl(i), sel);
+            cycles_add(&cc, i ? "CTR1 cycles (0x76)" : "CTR0 cycles (0x76)",
+                       amd_ctr(i), i);
+        }
+    } else {
+        cc.n = 1;
+        cc.name[0] = "CTR0 cycles (0x76)";
+        cc.ctr[0] = amd_ctr(0);
+    }
+    check_cycles(&cc);
+    amd_quiesce();
+}
+
 void payload_main(void)
 {
     tap_diag("pmu-amd: AMD PMU (docs/msrs.md); block = %u instructions, "
@@ -228,4 +258,5 @@ void payload_main(void)
     amd_check_running_writes();
     check_catalogue(amd_catalogue, ARRAY_SIZE(amd_catalogue), amd_ctl(0),
                     amd_ctr(0), amd_quiesce);
+    amd_check_cycles();
 }

@@ -9,6 +9,7 @@
  */
 #include "pmu-intel.h"
 #include "events.h"
+#include "cycles.h"
 
 #define SEL_INSNS       (EVT_INSNS | EVTSEL_OS | EVTSEL_EN)      /* 0x4200C0 */
 #define SEL_BRANCHES    (EVT_BRANCHES | EVTSEL_OS | EVTSEL_EN)   /* 0x4200C4 */
@@ -278,6 +279,37 @@ void intel_check_running_writes(void)
     intel_quiesce();
 }
 
+/*
+ * Core cycles on GP0 and fixed counter 1, reference cycles on GP1 and
+ * fixed counter 2 (SDM Table 20-1 and 21.2.2), as CPUID.0AH offers them,
+ * at CPL 0, enabled together by GLOBAL_CTRL.
+ */
+static void intel_check_cycles(void)
+{
+    CyclesCounters cc = { .global_ctrl = MSR_GLOBAL_CTRL };
+    uint64_t fixed = 0;
+
+    intel_quiesce();
+    wrmsr_safe(MSR_GLOBAL_CTRL, 0);
+    if (!(intel.ebx & CPUID_A_EBX_CYCLES)) {
+        wrmsr_safe(MSR_IA32_PERFEVTSEL0, EVT_CYCLES | EVTSEL_OS | EVTSEL_EN);
+        cycles_add(&cc, "GP0 cycles (0x3c)", MSR_IA32_PMC0, 0);
+    }
+    if (intel.nr_gp > 1 && !(intel.ebx & CPUID_A_EBX_REF_CYCLES)) {
+        wrmsr_safe(MSR_IA32_PERFEVTSEL0 + 1,
+                   EVT_REF_CYCLES | EVTSEL_OS | EVTSEL_EN);
+        cycles_add(&cc, "GP1 ref cycles (0x13c)", MSR_IA32_PMC0 + 1, 1);
+    }
+    for (unsigned i = 1; i < 3 && i < intel.nr_fixed; i++) {
+        fixed |= FIXED_OS << (4 * i);
+        cycles_add(&cc, i == 1 ? "fixed 1 (cycles)" : "fixed 2 (ref cycles)",
+                   MSR_FIXED_CTR0 + i, 32 + i);
+    }
+    wrmsr_safe(MSR_FIXED_CTR_CTRL, fixed);
+    check_cycles(&cc);
+    intel_quiesce();
+}
+
 /* Skylake's encodings of the catalogue (docs/events.md). */
 static const CatalogueCase intel_catalogue[] = {
     { "INST_RETIRED.ANY_P", 0x00c0, MIX_INSNS, FAR_INSNS, NONE },
@@ -320,4 +352,5 @@ void payload_main(void)
         check_catalogue(intel_catalogue, ARRAY_SIZE(intel_catalogue),
                         MSR_IA32_PERFEVTSEL0, MSR_IA32_PMC0, intel_quiesce);
     }
+    intel_check_cycles();
 }

@@ -33,6 +33,7 @@
 
 #define AMD_EVT_INSNS               0xC0ull     /* retired instructions */
 #define AMD_EVT_BRANCHES            0xC2ull     /* retired branch instructions */
+#define AMD_EVT_CYCLES              0x76ull     /* CPU clocks not halted */
 
 /* VpmuAmdLevel */
 #define AMD_LEVEL_K7                1

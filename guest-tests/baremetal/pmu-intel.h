@@ -37,6 +37,8 @@
 /* Architectural events (event | umask << 8) */
 #define EVT_INSNS                   0x00C0ull
 #define EVT_BRANCHES                0x00C4ull
+#define EVT_CYCLES                  0x003Cull
+#define EVT_REF_CYCLES              0x013Cull
 
 /* IA32_FIXED_CTR_CTRL nibble bits */
 #define FIXED_OS                    0x1ull
@@ -57,7 +59,9 @@
 #define PERF_CAP_FW_WRITE           (1ull << 13)
 
 /* CPUID.0AH:EBX bits, set = event NOT available */
+#define CPUID_A_EBX_CYCLES          (1u << 0)
 #define CPUID_A_EBX_INSNS           (1u << 1)
+#define CPUID_A_EBX_REF_CYCLES      (1u << 2)
 #define CPUID_A_EBX_BRANCHES        (1u << 5)
 
 /* The PMU as CPUID describes it; every MSR expectation derives from it. */

@@ -17,8 +17,10 @@
 #                 (defaults: vpmu_config_init(); see intel-msr.c, amd-msr.c)
 #   QEMU_EXTRA    more QEMU arguments
 #
-# Every payload runs twice, without -icount and with -icount shift=0: the
-# exact counts must hold in both.  Prints one TAP stream: each run's lines,
+# Every payload runs three times: without -icount, with -icount shift=0,
+# and with pmu-cycles=insns (cycles are retired instructions: the payload
+# gets insn_cycles=1): the exact counts must hold in all, and each run's
+# cycles checks hold what its mode promises (cycles.h).  Prints one TAP stream: each run's lines,
 # renumbered, with "pmu-VENDOR MODE: " in front, then a line of its own per
 # run: the payload ran to the end (isa-debug-exit with code 0, QEMU status
 # 0 * 2 + 1 = 1, or 1 after failed checks) and printed its whole plan.
@@ -89,6 +91,10 @@ run_one() {
         append=${AMD_APPEND:-}
     fi
     [ "$mode" = icount ] && icount=(-icount shift=0)
+    if [ "$mode" = insns ]; then
+        cpu=$cpu,pmu-cycles=insns
+        append="$append insn_cycles=1"
+    fi
     elf=$outdir/pmu-$vendor.elf
     log=$outdir/pmu-$vendor.$mode
     if [ ! -f "$elf" ]; then
@@ -128,7 +134,7 @@ done
 tap_begin
 echo "# $qemu"
 for v in "${vendors[@]}"; do
-    for mode in tcg icount; do
+    for mode in tcg icount insns; do
         run_one "$v" "$mode"
     done
 done

@@ -105,6 +105,9 @@ extern volatile uint32_t fault_vector;  /* set by trap() on recovery */
 
 /* Returns 0, or the vector either WRMSR raised (it is then skipped). */
 int measure_block(uint32_t msr_on, uint64_t val_on, uint32_t msr_off);
+/* The same block with @n rounds: 2 * n + 5 instructions, n branches. */
+int measure_loop(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
+                 uint32_t n);
 
 /* local APIC */
 void apic_init(void);

@@ -1,0 +1,45 @@
+/*
+ * The cycles checks (docs/tcg.md, "Cycles"): what each pmu-cycles mode
+ * promises of unhalted core and reference cycles, over a loop long enough
+ * for a loaded host to deschedule QEMU in the middle of it.
+ */
+#ifndef BAREMETAL_CYCLES_H
+#define BAREMETAL_CYCLES_H
+
+#include "runtime.h"
+
+/*
+ * measure_loop(msr_on, val_on, msr_off, CYC_N): measure_block() with
+ * CYC_N rounds: 2 * CYC_N + 5 instructions (runtime.h).  Two million
+ * instructions, a few ms under TCG: a window a busy host's scheduler
+ * can cut into, like kvm-unit-tests' x86/pmu loop.
+ */
+#define CYC_N           1000000u
+#define CYC_INSNS       (2 * CYC_N + 5)
+/* kvm-unit-tests x86/pmu's bounds for "core cycles" of its N-round loop. */
+#define CYC_MIN         CYC_N
+#define CYC_MAX         (50 * CYC_N)
+
+#define CYCLES_MAX_CTRS 4
+
+/* Cycles counters a vendor programmed, all enabled by one write. */
+typedef struct CyclesCounters {
+    uint32_t global_ctrl;       /* the global enable MSR */
+    uint64_t enable;            /* its value that enables them all */
+    unsigned n;
+    const char *name[CYCLES_MAX_CTRS];
+    uint32_t ctr[CYCLES_MAX_CTRS];
+} CyclesCounters;
+
+/* Add counter @ctr (@name) with global enable bit @bit to @cc. */
+void cycles_add(CyclesCounters *cc, const char *name, uint32_t ctr,
+                unsigned bit);
+
+/*
+ * Count the loop on every counter of @cc, programmed and globally
+ * disabled, and check what the mode promises: the multiboot command line
+ * says insn_cycles=1 for pmu-cycles=insns.
+ */
+void check_cycles(const CyclesCounters *cc);
+
+#endif
