@@ -11,6 +11,8 @@
 #   tools-intel-smp2  the same with SMP=2                     rr
 #   tools-amd     CPU=EPYC,pmu=on SMP=1                       rr, papi
 #   tools-amd-smp2    the same with SMP=2                     rr
+#   insns-intel   Intel with pmu-cycles=insns (vpmu.cycles=insns)  stat-exact, record
+#   insns-amd     AMD with pmu-cycles=insns                   stat-exact, record
 #
 # rr and libpfm4 (PAPI) know neither max's family/model nor qemu64's: the
 # tools' configurations use models they do (docs/rr-papi-events.md).
@@ -18,9 +20,12 @@
 # that advances with retired instructions (see tests/multiplex.sh); without
 # -icount those checks are skipped.
 #
-# Usage: run-all.sh [CONFIG...]      (default: all nine, in that order)
+# The insns runs check that a cycle is a retired instruction (docs/tcg.md,
+# "Cycles"): exact cycles:u, sampling like instructions.
 #
-# Environment: QEMU, IMAGE, TIMEOUT, REQUIRE_PMU as for run-guest.sh;
+# Usage: run-all.sh [CONFIG...]      (default: all eleven, in that order)
+#
+# Environment: QEMU, IMAGE, TIMEOUT, REQUIRE_PMU, APPEND as for run-guest.sh;
 # KERNEL defaults to vmlinux when the image has it (PVH boot, faster).
 # VERBOSE=1 streams the guests' serial output to stderr.  The logs are kept
 # in LOGDIR (default IMAGE/run-all/CONFIG.log).
@@ -47,7 +52,7 @@ if [[ -z ${KERNEL:-} ]]; then
 fi
 export KERNEL IMAGE=$image
 
-# config NAME: "CPU SMP ICOUNT TESTS" ("-" for no ICOUNT).
+# config NAME: "CPU SMP ICOUNT TESTS [APPEND...]" ("-" for no ICOUNT).
 config() {
     case $1 in
     intel) echo "$intel 1 - all" ;;
@@ -59,6 +64,8 @@ config() {
     tools-intel-smp2) echo "$skylake 2 - rr" ;;
     tools-amd) echo "$amd 1 - rr,papi" ;;
     tools-amd-smp2) echo "$amd 2 - rr" ;;
+    insns-intel) echo "$intel,pmu-cycles=insns 1 - stat-exact,record vpmu.cycles=insns" ;;
+    insns-amd) echo "$amd,pmu-cycles=insns 1 - stat-exact,record vpmu.cycles=insns" ;;
     *) return 1 ;;
     esac
 }
@@ -66,7 +73,7 @@ config() {
 configs=("$@")
 ((${#configs[@]})) || configs=(intel intel-smp2 amd intel-icount amd-icount
                                 tools-intel tools-intel-smp2 tools-amd
-                                tools-amd-smp2)
+                                tools-amd-smp2 insns-intel insns-amd)
 for c in "${configs[@]}"; do
     config "$c" >/dev/null || { echo "run-all: unknown configuration $c" >&2; exit 2; }
 done
@@ -75,12 +82,13 @@ mkdir -p "$logdir"
 tap_begin
 t0=$(date +%s)
 for c in "${configs[@]}"; do
-    read -r cpu smp icount tests <<<"$(config "$c")"
+    read -r cpu smp icount tests append <<<"$(config "$c")"
     log=$logdir/$c.log
     desc="CPU=$cpu SMP=$smp"
     [[ $icount == - ]] || desc+=" ICOUNT=$icount"
     echo "# run-all: $c ($desc, tests: $tests)"
-    env=(CPU="$cpu" SMP="$smp" LOG="$log")
+    env=(CPU="$cpu" SMP="$smp" LOG="$log"
+         APPEND="${APPEND:-}${append:+ $append}")
     [[ $icount == - ]] || env+=(ICOUNT="$icount")
     s=$(date +%s)
     # stdout is the TAP stream: the guest's output goes elsewhere.

@@ -39,6 +39,16 @@ cmdline_arg() {
 
 have_pmu() { [ -d /sys/bus/event_source/devices/cpu ]; }
 
+# cycles_mode: what a cycle is, QEMU's pmu-cycles as run-guest.sh's caller
+# tells the guest (vpmu.cycles=): cputime (the default), tsc or insns.
+cycles_mode() {
+    _m=$(cmdline_arg vpmu.cycles)
+    echo "${_m:-cputime}"
+}
+
+# host_loaded: the host runs other CPU-bound work (guest-tests/load).
+host_loaded() { [ "$(cmdline_arg vpmu.hostload)" = 1 ]; }
+
 # Without a hardware PMU every check that needs one fails; with
 # vpmu.require_pmu=0 it is reported as skipped instead.
 if ! have_pmu; then
