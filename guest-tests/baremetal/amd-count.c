@@ -219,26 +219,33 @@ static const CatalogueCase amd_catalogue[] = {
  * by one GLOBAL_CTL write on PerfMonV2; before it, one counter started
  * by its own PERF_CTL.
  */
-static void amd_check_cycles(void)
+static void amd_cycles_counters(CyclesCounters *cc)
 {
     uint64_t sel = AMD_EVT_CYCLES | AMD_CTL_OS | AMD_CTL_EN;
-    CyclesCounters cc = { .global_ctrl = amd_ctl(0), .enable = sel };
 
+    *cc = (CyclesCounters){ .global_ctrl = amd_ctl(0), .enable = sel };
     amd_quiesce();
     if (amd_v2()) {
-        cc.global_ctrl = MSR_AMD_GLOBAL_CTL;
-        cc.enable = 0;
+        cc->global_ctrl = MSR_AMD_GLOBAL_CTL;
+        cc->enable = 0;
         wrmsr_safe(MSR_AMD_GLOBAL_CTL, 0);
         for (unsigned i = 0; i < 2 && i < amd.nr_gp; i++) {
             wrmsr_safe(amd_ctl(i), sel);
-            cycles_add(&cc, i ? "CTR1 cycles (0x76)" : "CTR0 cycles (0x76)",
+            cycles_add(cc, i ? "CTR1 cycles (0x76)" : "CTR0 cycles (0x76)",
                        amd_ctr(i), i);
         }
     } else {
-        cc.n = 1;
-        cc.name[0] = "CTR0 cycles (0x76)";
-        cc.ctr[0] = amd_ctr(0);
+        cc->n = 1;
+        cc->name[0] = "CTR0 cycles (0x76)";
+        cc->ctr[0] = amd_ctr(0);
     }
+}
+
+static void amd_check_cycles(void)
+{
+    CyclesCounters cc;
+
+    amd_cycles_counters(&cc);
     check_cycles(&cc);
     amd_quiesce();
 }
@@ -248,6 +255,13 @@ void payload_main(void)
     tap_diag("pmu-amd: AMD PMU (docs/msrs.md); block = %u instructions, "
              "%u branches", BLOCK_INSNS, BLOCK_BRANCHES);
     if (!amd_check_cpuid()) {
+        return;
+    }
+    if (cmdline_u64("spin", 0)) {
+        CyclesCounters cc;
+
+        amd_cycles_counters(&cc);
+        cycles_spin(&cc, cmdline_u64("spin", 0));
         return;
     }
     amd_check_reset_values();       /* first: before anything is written */

@@ -76,3 +76,26 @@ void check_cycles(const CyclesCounters *cc)
         check_time(cc, v[0], t1 - t0);
     }
 }
+
+static void spin(uint32_t n)
+{
+    asm volatile("1: dec %0\n"
+                 "jnz 1b\n"
+                 : "+r"(n) : : "cc");
+}
+
+void cycles_spin(const CyclesCounters *cc, uint64_t rounds)
+{
+    uint64_t c, t;
+
+    wrmsr_safe(cc->global_ctrl, cc->enable);
+    for (uint64_t r = 0; r <= rounds; r++) {
+        spin(SPIN_N);
+        t = rdtsc();
+        rdmsr_safe(cc->ctr[0], &c);
+        tap_diag("spin %llu tsc=%llu cycles=%llu", r, t, c);
+    }
+    /* Running while the host reads the vCPU thread after the last line. */
+    spin(SPIN_N);
+    wrmsr_safe(cc->global_ctrl, 0);
+}

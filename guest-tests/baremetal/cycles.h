@@ -42,4 +42,14 @@ void cycles_add(CyclesCounters *cc, const char *name, uint32_t ctr,
  */
 void check_cycles(const CyclesCounters *cc);
 
+/*
+ * For guest-tests/load (the multiboot command line says spin=ROUNDS):
+ * start the counters, then ROUNDS + 1 times spin for SPIN_N loop rounds
+ * and print "# spin R tsc=T cycles=C" (TSC, then the first counter), so
+ * that the host can set the cycles the guest counted against the CPU
+ * time the kernel gave the vCPU thread over the same rounds.
+ */
+#define SPIN_N          50000000u
+void cycles_spin(const CyclesCounters *cc, uint64_t rounds);
+
 #endif

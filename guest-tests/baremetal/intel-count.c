@@ -284,28 +284,35 @@ void intel_check_running_writes(void)
  * fixed counter 2 (SDM Table 20-1 and 21.2.2), as CPUID.0AH offers them,
  * at CPL 0, enabled together by GLOBAL_CTRL.
  */
-static void intel_check_cycles(void)
+static void intel_cycles_counters(CyclesCounters *cc)
 {
-    CyclesCounters cc = { .global_ctrl = MSR_GLOBAL_CTRL };
     uint64_t fixed = 0;
 
+    *cc = (CyclesCounters){ .global_ctrl = MSR_GLOBAL_CTRL };
     intel_quiesce();
     wrmsr_safe(MSR_GLOBAL_CTRL, 0);
     if (!(intel.ebx & CPUID_A_EBX_CYCLES)) {
         wrmsr_safe(MSR_IA32_PERFEVTSEL0, EVT_CYCLES | EVTSEL_OS | EVTSEL_EN);
-        cycles_add(&cc, "GP0 cycles (0x3c)", MSR_IA32_PMC0, 0);
+        cycles_add(cc, "GP0 cycles (0x3c)", MSR_IA32_PMC0, 0);
     }
     if (intel.nr_gp > 1 && !(intel.ebx & CPUID_A_EBX_REF_CYCLES)) {
         wrmsr_safe(MSR_IA32_PERFEVTSEL0 + 1,
                    EVT_REF_CYCLES | EVTSEL_OS | EVTSEL_EN);
-        cycles_add(&cc, "GP1 ref cycles (0x13c)", MSR_IA32_PMC0 + 1, 1);
+        cycles_add(cc, "GP1 ref cycles (0x13c)", MSR_IA32_PMC0 + 1, 1);
     }
     for (unsigned i = 1; i < 3 && i < intel.nr_fixed; i++) {
         fixed |= FIXED_OS << (4 * i);
-        cycles_add(&cc, i == 1 ? "fixed 1 (cycles)" : "fixed 2 (ref cycles)",
+        cycles_add(cc, i == 1 ? "fixed 1 (cycles)" : "fixed 2 (ref cycles)",
                    MSR_FIXED_CTR0 + i, 32 + i);
     }
     wrmsr_safe(MSR_FIXED_CTR_CTRL, fixed);
+}
+
+static void intel_check_cycles(void)
+{
+    CyclesCounters cc;
+
+    intel_cycles_counters(&cc);
     check_cycles(&cc);
     intel_quiesce();
 }
@@ -331,6 +338,13 @@ void payload_main(void)
     tap_diag("pmu-intel: Intel architectural PMU (docs/msrs.md); block = "
              "%u instructions, %u branches", BLOCK_INSNS, BLOCK_BRANCHES);
     if (!intel_check_cpuid()) {
+        return;
+    }
+    if (cmdline_u64("spin", 0)) {
+        CyclesCounters cc;
+
+        intel_cycles_counters(&cc);
+        cycles_spin(&cc, cmdline_u64("spin", 0));
         return;
     }
     intel_check_reset_values();     /* first: before anything is written */

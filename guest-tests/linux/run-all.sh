@@ -13,6 +13,8 @@
 #   tools-amd-smp2    the same with SMP=2                     rr
 #   insns-intel   Intel with pmu-cycles=insns (vpmu.cycles=insns)  stat-exact, record
 #   insns-amd     AMD with pmu-cycles=insns                   stat-exact, record
+#   load-intel    Intel (pmu-cycles=cputime), only for guest-tests/load  stat-exact, record
+#   load-amd      AMD, the same                               stat-exact, record
 #
 # rr and libpfm4 (PAPI) know neither max's family/model nor qemu64's: the
 # tools' configurations use models they do (docs/rr-papi-events.md).
@@ -23,7 +25,7 @@
 # The insns runs check that a cycle is a retired instruction (docs/tcg.md,
 # "Cycles"): exact cycles:u, sampling like instructions.
 #
-# Usage: run-all.sh [CONFIG...]      (default: all eleven, in that order)
+# Usage: run-all.sh [CONFIG...]      (default: all but load-*, in that order)
 #
 # Environment: QEMU, IMAGE, TIMEOUT, REQUIRE_PMU, APPEND as for run-guest.sh;
 # KERNEL defaults to vmlinux when the image has it (PVH boot, faster).
@@ -66,6 +68,8 @@ config() {
     tools-amd-smp2) echo "$amd 2 - rr" ;;
     insns-intel) echo "$intel,pmu-cycles=insns 1 - stat-exact,record vpmu.cycles=insns" ;;
     insns-amd) echo "$amd,pmu-cycles=insns 1 - stat-exact,record vpmu.cycles=insns" ;;
+    load-intel) echo "$intel 1 - stat-exact,record" ;;
+    load-amd) echo "$amd 1 - stat-exact,record" ;;
     *) return 1 ;;
     esac
 }
