@@ -17,8 +17,9 @@ PACKAGES=(meson ninja-build pkg-config gcc check libsubunit-dev libglib2.0-dev
 QEMU_PACKAGES=(git dpkg-dev libglib2.0-dev libpixman-1-dev ninja-build meson
                flex bison libfdt-dev zlib1g-dev python3-venv pkg-config
                qemu-system-x86 qemu-system-data seabios ipxe-qemu
-               # the guest tests: initramfs packing, QMP client
-               cpio gzip python3
+               # the guest tests: initramfs packing, QMP client, qemu-img
+               # (the migration suite's savevm/loadvm needs a qcow2 disk)
+               cpio gzip python3 qemu-utils
                # the libvirt suite: the daemon without libvirt-daemon-system
                # (which pulls in systemd); the suite makes its user itself
                libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients)
