@@ -271,6 +271,34 @@ START_TEST(test_insn_cycles)
 }
 END_TEST
 
+/* Every named event has a name of its own; RAW and the rest have none. */
+START_TEST(test_names)
+{
+    static const struct { VpmuArchEvent e; const char *name; } want[] = {
+        { VPMU_EVENT_CYCLES, "cycles" },
+        { VPMU_EVENT_REF_CYCLES, "ref-cycles" },
+        { VPMU_EVENT_BR_COND, "conditional-branches" },
+        { VPMU_EVENT_HW_INTERRUPTS, "hw-interrupts" },
+    };
+
+    for (VpmuArchEvent e = 0; e < VPMU_EVENT__NAMED; e++) {
+        const char *n = vpmu_arch_event_name(e);
+
+        ck_assert_msg(n && *n, "event %d has no name", e);
+        for (VpmuArchEvent f = 0; f < e; f++) {
+            ck_assert_msg(strcmp(n, vpmu_arch_event_name(f)),
+                          "events %d and %d are both %s", f, e, n);
+        }
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+        ck_assert_str_eq(vpmu_arch_event_name(want[i].e), want[i].name);
+    }
+    ck_assert_ptr_null(vpmu_arch_event_name(VPMU_EVENT__NAMED));
+    ck_assert_ptr_null(vpmu_arch_event_name(VPMU_EVENT_RAW));
+    ck_assert_ptr_null(vpmu_arch_event_name((VpmuArchEvent)-1));
+}
+END_TEST
+
 static Suite *events_suite(void)
 {
     Suite *s = suite_create("events");
@@ -282,6 +310,7 @@ static Suite *events_suite(void)
     tcase_add_test(tc, test_partly_backed);
     tcase_add_test(tc, test_amd_by_name);
     tcase_add_loop_test(tc, test_insn_cycles, 0, 2);
+    tcase_add_test(tc, test_names);
     suite_add_tcase(s, tc);
     return s;
 }

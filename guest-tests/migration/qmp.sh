@@ -13,6 +13,9 @@
 #
 #   counting   Intel and AMD, with GP2 programmed with an event the TCG
 #              source cannot back: state "unsupported"
+#   catalogue  GP2 counts conditional branches (Skylake 0x01c4, Zen 0xd1):
+#              query-vpmu names it "conditional-branches" (docs/events.md),
+#              state "counting", the same count as GP1's branches
 #   filter     pmu-event-filter=deny 0xc0: GP0 (instructions) "filtered", value
 #              0, filtered > 0; the guest reads 0 from it, the other
 #              counters exact
@@ -78,6 +81,8 @@ counting() {
         extra+=(--gp0-state filtered)
         append="$append deny_insns=1"
         want0=0
+    elif [ "$mode" = catalogue ]; then
+        extra=(--gp2-state counting --gp2-event conditional-branches)
     fi
     echo "# ---- $tag: -smp 2 -cpu '$cpu', guest: $append"
     qemu_start "$tag" "$cpu" "$append" -smp 2
@@ -165,6 +170,8 @@ counting intel "$intel,pmu=on" 8 3 0x43412e         # GP2: LLC misses
 counting amd "$amd,pmu=on" 6 0 0x4300c3             # GP2: branch mispredicts
 counting intel "$intel,pmu=on,pmu-event-filter=deny 0xc0" 8 3 0x43412e filter
 counting amd "$amd,pmu=on,pmu-event-filter=deny 0xc0" 6 0 0x4300c3 filter
+counting intel "$intel,pmu=on" 8 3 0x4301c4 catalogue  # GP2: conditional
+counting amd "$amd,pmu=on" 6 0 0x4300d1 catalogue      # branches
 
 echo "# ---- before the guest runs (-S)"
 prelaunch intel-reset "$intel,pmu=on" --vendor intel --cpus 2 --gp 8 --fixed 3

@@ -4,6 +4,7 @@
   vpmu_check.py --empty
   vpmu_check.py --vendor intel --cpus 2 --gp 8 --fixed 3 [--programmed]
                 [--gp0-state counting|filtered] [--gp2-state STATE]
+                [--gp2-event NAME]
 
 Prints one line per check: "0|description" (pass) or
 "1|description|diagnostic" (fail); qmp.sh turns them into TAP.
@@ -11,8 +12,9 @@ Prints one line per check: "0|description" (pass) or
 --programmed: vCPU 0 runs mig-count.elf inside its counted loop: GP0
 instructions (EVTSEL EN|OS|USR|0xC0), GP1 branches (0xC4 Intel, 0xC2
 AMD), fixed 0 (Intel, FIXED_CTR_CTRL nibble 0x3), GP2 as --gp2-state
-says (if given); every other counter, and every counter of the other
-vCPUs, off.  Without it every counter of every vCPU must be off and 0.
+says (if given: "counting" means the conditional branches of the event
+catalogue, named --gp2-event, with the same count as GP1); every other
+counter, and every counter of the other vCPUs, off.  Without it every counter of every vCPU must be off and 0.
 """
 import argparse
 import json
@@ -31,6 +33,7 @@ def main():
     ap.add_argument("--programmed", action="store_true")
     ap.add_argument("--gp0-state", default="counting")
     ap.add_argument("--gp2-state")
+    ap.add_argument("--gp2-event")
     ap.add_argument("--label", default="")
     a = ap.parse_args()
     d = json.load(sys.stdin)
@@ -125,7 +128,16 @@ def main():
         check(g0["value"] == ins, "cpu 0 GP0 = 2 * GP1 + 2 (%d, %d)"
               % (g0["value"], g1["value"]), show(g0) + " " + show(g1))
     rest = gp[2:] + fx[1:]
-    if a.gp2_state:
+    if a.gp2_state == "counting":
+        # A catalogue event, enabled with GP1 by the same global write:
+        # every branch of the loop is its JNZ, a conditional branch.
+        g2 = gp[2]
+        check(g2["event"] == a.gp2_event and g2["state"] == "counting"
+              and g2["value"] == g1["value"] > 0,
+              "cpu 0 GP2: %s, state counting, value = GP1 (%d)"
+              % (a.gp2_event, g1["value"]), show(g2))
+        rest = gp[3:] + fx[1:]
+    elif a.gp2_state:
         g2 = gp[2]
         check(g2["state"] == a.gp2_state and g2["value"] == 0,
               "cpu 0 GP2: state %s, value 0" % a.gp2_state, show(g2))

@@ -365,6 +365,15 @@ VPMU_API int vpmu_arch_event_encoding(VpmuVendor vendor, VpmuArchEvent e,
                                       uint64_t *evtsel);
 
 /**
+ * vpmu_arch_event_name() - the name of the named event @e: perf's
+ * ("cycles", "instructions", ...) for the architectural events, the
+ * catalogue's (docs/events.md: "conditional-branches", "loads", ...) for
+ * the others.  For query interfaces such as QEMU's query-vpmu.
+ * Return: a static string, or NULL for VPMU_EVENT_RAW and any other value.
+ */
+VPMU_API const char *vpmu_arch_event_name(VpmuArchEvent e);
+
+/**
  * vpmu_pmu_counter_msrs() - the MSRs of counter @id (VPMU_COUNTER_GP(i) /
  * VPMU_COUNTER_FIXED_ID(i)) on this PMU, from the vendor's MSR table.
  * Where a counter has two (AMD's legacy K7 MSRs and the PERF_CTL/CTR pairs

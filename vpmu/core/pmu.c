@@ -41,6 +41,32 @@ void vpmu_config_init(VpmuConfig *cfg, VpmuVendor vendor)
     cfg->perf_capabilities = VPMU_PERF_CAP_FW_WRITE;
 }
 
+/* perf's names (perf list) where perf has one, else docs/events.md's. */
+static const char *const vpmu_event_names[VPMU_EVENT__NAMED] = {
+    [VPMU_EVENT_CYCLES] = "cycles",
+    [VPMU_EVENT_INSTRUCTIONS] = "instructions",
+    [VPMU_EVENT_REF_CYCLES] = "ref-cycles",
+    [VPMU_EVENT_LLC_REFERENCES] = "llc-references",
+    [VPMU_EVENT_LLC_MISSES] = "llc-misses",
+    [VPMU_EVENT_BRANCHES] = "branches",
+    [VPMU_EVENT_BRANCH_MISSES] = "branch-misses",
+    [VPMU_EVENT_TOPDOWN_SLOTS] = "topdown-slots",
+    [VPMU_EVENT_BR_COND] = "conditional-branches",
+    [VPMU_EVENT_BR_NTAKEN] = "not-taken-branches",
+    [VPMU_EVENT_BR_TAKEN] = "taken-branches",
+    [VPMU_EVENT_BR_CALL] = "near-calls",
+    [VPMU_EVENT_BR_RET] = "near-returns",
+    [VPMU_EVENT_BR_FAR] = "far-branches",
+    [VPMU_EVENT_LOADS] = "loads",
+    [VPMU_EVENT_STORES] = "stores",
+    [VPMU_EVENT_HW_INTERRUPTS] = "hw-interrupts",
+};
+
+const char *vpmu_arch_event_name(VpmuArchEvent e)
+{
+    return (unsigned)e < VPMU_EVENT__NAMED ? vpmu_event_names[e] : NULL;
+}
+
 int vpmu_arch_event_encoding(VpmuVendor vendor, VpmuArchEvent e,
                              uint64_t *evtsel)
 {
