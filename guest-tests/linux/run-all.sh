@@ -11,8 +11,9 @@
 #   tools-intel-smp2  the same with SMP=2                     rr
 #   tools-amd     CPU=EPYC,pmu=on SMP=1                       rr, papi
 #   tools-amd-smp2    the same with SMP=2                     rr
-#   insns-intel   Intel with pmu-cycles=insns (vpmu.cycles=insns)  stat-exact, record
-#   insns-amd     AMD with pmu-cycles=insns                   stat-exact, record
+#   insns-intel   Skylake-Client with pmu-cycles=insns (vpmu.cycles=insns)
+#                                                             stat-exact, record, papi
+#   insns-amd     EPYC with pmu-cycles=insns                  stat-exact, record, papi
 #   load-intel    Intel (pmu-cycles=cputime), only for guest-tests/load  stat-exact, record
 #   load-amd      AMD, the same                               stat-exact, record
 #
@@ -23,7 +24,8 @@
 # -icount those checks are skipped.
 #
 # The insns runs check that a cycle is a retired instruction (docs/tcg.md,
-# "Cycles"): exact cycles:u, sampling like instructions.
+# "Cycles"): exact cycles:u, sampling like instructions, exact
+# PAPI_TOT_CYC.
 #
 # Usage: run-all.sh [CONFIG...]      (default: all but load-*, in that order)
 #
@@ -66,8 +68,8 @@ config() {
     tools-intel-smp2) echo "$skylake 2 - rr" ;;
     tools-amd) echo "$amd 1 - rr,papi" ;;
     tools-amd-smp2) echo "$amd 2 - rr" ;;
-    insns-intel) echo "$intel,pmu-cycles=insns 1 - stat-exact,record vpmu.cycles=insns" ;;
-    insns-amd) echo "$amd,pmu-cycles=insns 1 - stat-exact,record vpmu.cycles=insns" ;;
+    insns-intel) echo "$skylake,pmu-cycles=insns 1 - stat-exact,record,papi vpmu.cycles=insns" ;;
+    insns-amd) echo "$amd,pmu-cycles=insns 1 - stat-exact,record,papi vpmu.cycles=insns" ;;
     load-intel) echo "$intel 1 - stat-exact,record" ;;
     load-amd) echo "$amd 1 - stat-exact,record" ;;
     *) return 1 ;;
