@@ -139,4 +139,13 @@ grep -q AuthenticAMD /proc/cpuinfo && want="2 amd 4 0"
 tap $? "QMP query-vpmu reports both KVM vCPUs' PMU ($want: vCPUs, vendor, GP, fixed)"
 [ "$(grep -c 'KVM has no vPMU' "$OUT/qmp-qemu.out")" = "$novpmu" ]
 tap $? "with 2 vCPUs, the startup notices are still one line each"
+
+# pmu-cycles is TCG's: under KVM the host's counters count cycles, and
+# QEMU refuses the property with a message naming it.
+timeout 60 "$QEMU" "${QEMU_ARGS[@]}" -cpu "$CPU,pmu-cycles=insns" -S \
+    -bios "$OUT/payload.bin" >"$OUT/cycles.out" 2>&1 </dev/null
+status=$?
+err=$(grep -v "warning:" "$OUT/cycles.out" | head -n 1)
+[ "$status" = 1 ] && grep -q 'pmu-cycles: only TCG' <<<"$err"
+tap $? "-cpu ...,pmu-cycles=insns under KVM: refused, status $status ($err)"
 tap_end

@@ -24,7 +24,8 @@
 #              pmu-fixed-counters
 #   pmu=off    -cpu ...,pmu=off and named models without pmu: empty list;
 #              -cpu max: a vPMU by default
-#   refusals   bad pmu-event-filter strings and bad pmu-* properties: QEMU
+#   refusals   bad pmu-event-filter strings and bad pmu-* properties (also
+#              pmu-cycles=bogus, and pmu-cycles=cputime with -icount): QEMU
 #              refuses to start (status not 0, no signal) with a message
 #              naming pmu-event-filter / the field
 #
@@ -149,11 +150,13 @@ prelaunch() {
     qemu_wait "$tag" 30
 }
 
-# refuse TAG CPU DESC PATTERN: QEMU must not start: it exits by itself,
-# status not 0 and no signal, with an error matching PATTERN (ERE).
+# refuse TAG CPU DESC PATTERN [QEMU ARGS...]: QEMU must not start: it
+# exits by itself, status not 0 and no signal, with an error matching
+# PATTERN (ERE).
 refuse() {
     local tag=$1 cpu=$2 desc=$3 pat=$4 err why=''
-    qemu_start "$tag" "$cpu" "n=1" -S
+    shift 4
+    qemu_start "$tag" "$cpu" "n=1" -S "$@"
     qemu_wait "$tag" 30
     err=$(grep -v "TCG doesn't support" "$logdir/$tag.stderr" |
           sed 's/^[^ :]*: //')
@@ -210,6 +213,9 @@ refuse bad-fixed "$intel,pmu=on,pmu-fixed-counters=4" "pmu-fixed-counters=4 (ver
 refuse bad-width "$intel,pmu=on,pmu-width=64" "pmu-width=64" 'pmu-width|gp_width'
 refuse bad-width-31 "$intel,pmu=on,pmu-width=31" "pmu-width=31" 'pmu-width|gp_width'
 refuse bad-version-256 "$intel,pmu=on,pmu-version=256" "pmu-version=256 (not a uint8)" 'pmu-version'
+refuse bad-cycles "$intel,pmu=on,pmu-cycles=bogus" "pmu-cycles=bogus" 'pmu-cycles=bogus: expected cputime, tsc or insns'
+refuse bad-cycles-icount "$amd,pmu=on,pmu-cycles=cputime" "pmu-cycles=cputime with -icount" \
+    'pmu-cycles=cputime: under -icount' -icount shift=0
 # The KVM accelerator's vpmu-rdpmc and vpmu-multiplex: parsed when the
 # accelerator object is made, before /dev/kvm is opened, so this needs no KVM.
 # refuse_accel PROP VALUE ALLOWED: -accel kvm,vpmu=on,PROP=VALUE is refused
