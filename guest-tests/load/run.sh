@@ -6,8 +6,8 @@
 #   1. the bare-metal payloads run in every pmu-cycles mode
 #      (baremetal/run.sh: cputime, tsc under -icount, insns; cycles.h);
 #   2. Linux guests run stat-exact and record (linux/run-all.sh
-#      load-intel, load-amd: pmu-cycles=cputime; insns-intel, insns-amd),
-#      told vpmu.hostload=1;
+#      load-intel, load-amd: pmu-cycles=cputime; insns-intel, insns-amd,
+#      which also run papi), told vpmu.hostload=1;
 #   3. spin: a payload started with spin=ROUNDS prints its TSC and cycles
 #      after each round of a busy loop; at each line this script reads the
 #      vCPU thread's CPU time (/proc/PID/task/TID/schedstat) and the wall
@@ -88,7 +88,7 @@ else
     tap 1 "baremetal: payloads missing in $bm (make -C guest-tests/baremetal O=$bm)"
 fi
 
-# ---- 2. Linux: stat-exact and record
+# ---- 2. Linux: stat-exact and record (and papi under insns)
 if ! part linux; then
     :
 elif [ -f "$image/initramfs.cpio.gz" ]; then
