@@ -28,8 +28,8 @@
 #include "pmu-intel.h"
 #include "pmu-amd.h"
 
-/* 2^29 iterations: ~1.07e9 retired instructions, a few seconds of TCG. */
-#define DEFAULT_N       0x20000000u
+/* 2^30 iterations: ~2.15e9 retired instructions, a few seconds of TCG. */
+#define DEFAULT_N       0x40000000u
 
 /*
  * The counted block.  The counters are programmed but globally disabled

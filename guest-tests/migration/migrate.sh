@@ -35,7 +35,7 @@
 #   QEMU       emulator (default build/qemu/qemu-system-x86_64)
 #   O          build and log directory (default build/migration); logs go
 #              to O/migrate/
-#   N          loop iterations (default 0x20000000, ~1.07e9 instructions;
+#   N          loop iterations (default 0x40000000, ~2.15e9 instructions;
 #              raise it if a fast host leaves the loop before the stop)
 #   INTEL_CPU  default Skylake-Client,pmu=on
 #   AMD_CPU    default EPYC,pmu=on

@@ -30,7 +30,7 @@
 #              naming pmu-event-filter / the field
 #
 # Environment: QEMU, O (logs in O/qmp/), N (loop iterations, default
-# 0x20000000), INTEL_CPU (default Skylake-Client), AMD_CPU (default EPYC)
+# 0x40000000), INTEL_CPU (default Skylake-Client), AMD_CPU (default EPYC)
 # -- model names only, the script adds the properties --, TIMEOUT,
 # QEMU_EXTRA (more QEMU arguments).
 #
