@@ -23,9 +23,20 @@
 #   g  -cpu max,vendor=GenuineIntel,pmu=on    perf stat -e instructions,r81d0,
 #                                             r82d0 (loads and stores: the
 #                                             HF_VPMU_MEM charge; docs/events.md)
+#   j  -cpu max,vendor=GenuineIntel,pmu=on    perf stat -e instructions,r01c4
+#                                             (conditional branches, rr's ticks:
+#                                             the HF_VPMU_COND charge)
+#   h  -cpu max,vendor=GenuineIntel,pmu=on    b's perf stat and d's plain run in
+#                                             turn in one boot (vpmu.bench=alt):
+#                                             h is its perf stat runs, i its
+#                                             plain runs.  h/i is b/d with both
+#                                             sides in one QEMU seconds apart,
+#                                             so that the host's slow spells
+#                                             (runs of the same boot here have
+#                                             taken 1.5 and 2.3 s) fall on both
 #
 # The configurations alternate within each round, and the order rotates
-# from round to round, so that drift in the host's load falls on all five.
+# from round to round, so that drift in the host's load falls on all of them.
 #
 # Two times per run, both around the workload's timed loop only (no boot,
 # no exec, no perf set-up or tear-down; PMIs, perf record's reader and
@@ -113,7 +124,7 @@ done
 [[ -r /proc/self/schedstat ]] || die "no /proc/PID/schedstat on this host"
 read -r -a cfgs <<<"${CONFIGS:-a b c d e}"
 for c in "${cfgs[@]}"; do
-    [[ $c == [a-g] ]] || die "CONFIGS: unknown configuration '$c' (a-g)"
+    [[ $c == [a-hj] ]] || die "CONFIGS: unknown configuration '$c' (a-h, j)"
 done
 [[ " ${cfgs[*]} " == *" a "* ]] || die "CONFIGS must include a (the pmu=off baseline)"
 
@@ -145,12 +156,13 @@ cat "$image/initramfs.cpio.gz" "$out/overlay.cpio.gz" >"$out/image/initramfs.cpi
 base=${CPU_BASE:-max,vendor=GenuineIntel}
 declare -A cpu=([a]="$base,pmu=off" [b]="$base,pmu=on" [c]="$base,pmu=on"
                 [d]="$base,pmu=on" [e]="$base,pmu=on" [f]="$base,pmu=on"
-                [g]="$base,pmu=on")
+                [g]="$base,pmu=on" [h]="$base,pmu=on" [j]="$base,pmu=on")
 declare -A mode=([a]=plain [b]=stat [c]=record [d]=plain [e]=record [f]=stat
-                 [g]=stat)
+                 [g]=stat [h]=alt [j]=stat)
 declare -A extra=([c]=" vpmu.bench_event=cycles" [e]=" vpmu.bench_event=instructions"
                   [f]=" vpmu.bench_events=instructions,r20c4,r02c4,r08c4,r40c4"
-                  [g]=" vpmu.bench_events=instructions,r81d0,r82d0")
+                  [g]=" vpmu.bench_events=instructions,r81d0,r82d0"
+                  [j]=" vpmu.bench_events=instructions,r01c4")
 declare -A label=(
     [a]="pmu=off, plain"
     [b]="pmu=on, perf stat (6 events)"
@@ -158,8 +170,14 @@ declare -A label=(
     [d]="pmu=on, plain"
     [e]="pmu=on, perf record -F 1000 insns"
     [f]="pmu=on, perf stat branch kinds"
-    [g]="pmu=on, perf stat loads, stores")
+    [g]="pmu=on, perf stat loads, stores"
+    [j]="pmu=on, perf stat cond. branches"
+    [h]="pmu=on, perf stat (6 events) [alt]"
+    [i]="pmu=on, plain [alt, h's boots]")
 ncfg=${#cfgs[@]}
+# What the tables show: the configurations, and i with h.
+shown=("${cfgs[@]}")
+[[ " ${cfgs[*]} " != *" h "* ]] || shown+=(i)
 
 # One copy of QEMU per configuration, so that concurrent boots (PARALLEL=1)
 # can tell their processes apart.
@@ -211,7 +229,8 @@ log "QEMU $qemu_src, image $image ($kernel), $rounds rounds x $ncfg boots x $rep
 log "host: $(nproc) CPUs, load average $load_start"
 
 run_one() {   # run_one CFG ROUND
-    local c=$1 r=$2 lg=$out/logs/$1-$2.log load rc n
+    local c=$1 r=$2 lg=$out/logs/$1-$2.log load rc n want=$reps
+    [[ $c != h ]] || want=$((2 * reps))
     load=$(cut -d' ' -f1 /proc/loadavg)
     : >"$lg.marks"
     set +e
@@ -222,28 +241,31 @@ run_one() {   # run_one CFG ROUND
         watch_marks "$lg.marks" "$out/qemu-$c" >"$lg.run"
     rc=${PIPESTATUS[0]}
     set -e
-    # BENCH lines in order, joined with the marks of the same run.
+    # BENCH lines in order, joined with the marks of the same run; h's
+    # plain runs are i's.
     n=$(awk -v c="$c" -v r="$r" -v l="$load" -v marks="$lg.marks" '
         /^BENCH / {
-            ns = ""; sum = ""; s = "-"
+            ns = ""; sum = ""; s = "-"; cc = c
             for (k = 2; k <= NF; k++) {
                 split($k, kv, "=")
+                if (kv[1] == "mode" && c == "h" && kv[2] == "plain") cc = "i"
                 if (kv[1] == "rep") rep = kv[2]
                 if (kv[1] == "ns") ns = kv[2]
                 if (kv[1] == "checksum") sum = kv[2]
                 if (kv[1] == "samples") s = kv[2]
             }
             if ((getline m < marks) <= 0) m = "0 0"
-            if (ns > 0) { print c, r, rep, ns, sum, s, l, m; n++ }
+            if (ns > 0) { print cc, r, rep, ns, sum, s, l, m; n++ }
         }
         END { print n + 0 > "/dev/stderr" }' "$lg.run" 2>&1 >>"$res")
-    if [[ $rc != 0 || $n != "$reps" ]]; then
+    if [[ $rc != 0 || $n != "$want" ]]; then
         grep -E '^(not ok|# )' "$lg.run" | tail -n 15 >&2 || true
-        die "round $r, $c (${label[$c]}): guest status $rc, $n of $reps runs reported" \
+        die "round $r, $c (${label[$c]}): guest status $rc, $n of $want runs reported" \
             "(log: $lg.run)"
     fi
     log "round $r $c (${label[$c]}): $(awk -v c="$c" -v r="$r" \
-        '$1 == c && $2 == r { printf "%.3f/%.3f ", $4 / 1e9, $8 / 1e9 }' "$res")s" \
+        '($1 == c || (c == "h" && $1 == "i")) && $2 == r {
+            printf "%s%.3f/%.3f ", c == "h" ? $1 ":" : "", $4 / 1e9, $8 / 1e9 }' "$res")s" \
         "guest/host (load $load)"
 }
 
@@ -268,13 +290,16 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 nsums=$(awk '{ print $5 }' "$res" | sort -u | wc -l)
 [[ $nsums == 1 ]] || die "the workload's checksum differs between runs (see $res)"
 if awk '$8 <= 0 { bad = 1 } END { exit !bad }' "$res"; then
-    log "warning: some runs have no host CPU time (markers not seen); see $out/logs/*.marks"
+    log "warning: some runs have no host CPU time (markers not seen, or the sum" \
+        "over the threads went back); they are left out of the host CPU time table;" \
+        "see $out/logs/*.marks"
 fi
 
 # --- the summary -------------------------------------------------------------------
-# stats CFG COL: n median min max of column COL (ns), in seconds
+# stats CFG COL: n median min max of column COL (ns), in seconds, over the
+# runs that have it (a host CPU time the markers missed is 0 or less).
 stats() {
-    awk -v c="$1" -v k="$2" '$1 == c { print $k / 1e9 }' "$res" | sort -g |
+    awk -v c="$1" -v k="$2" '$1 == c && $k > 0 { print $k / 1e9 }' "$res" | sort -g |
         awk '{ v[NR] = $1 } END {
             m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
             printf "%d %.4f %.4f %.4f\n", NR, m, v[1], v[NR] }'
@@ -297,7 +322,7 @@ paired() {
             for (i = 1; i <= k[c, r]; i++) a[i] = v[c, r, i]
             return median(a, k[c, r])
         }
-        $1 == x || $1 == y { v[$1, $2, ++k[$1, $2]] = $col; if ($2 > nr) nr = $2 }
+        ($1 == x || $1 == y) && $col > 0 { v[$1, $2, ++k[$1, $2]] = $col; if ($2 > nr) nr = $2 }
         END {
             for (r = 1; r <= nr; r++)
                 if (k[x, r] && k[y, r] && rmed(y, r) > 0) q[++m] = rmed(x, r) / rmed(y, r)
@@ -310,7 +335,7 @@ table() {
     local -A med mn
     printf '\n%s\n%-3s %-34s %3s %9s %9s %9s\n' "$2" cfg configuration n \
         'median s' 'min s' 'max s'
-    for c in "${cfgs[@]}"; do
+    for c in "${shown[@]}"; do
         read -r n m lo hi < <(stats "$c" "$col")
         med[$c]=$m mn[$c]=$lo
         printf '%-3s %-34s %3d %9.3f %9.3f %9.3f\n' "$c" "${label[$c]}" "$n" "$m" "$lo" "$hi"
@@ -333,11 +358,31 @@ table() {
     ratio d a "pmu=on plain / pmu=off" 1.02
     ratio f a "perf stat branch kinds / pmu=off"
     ratio g a "perf stat loads, stores / pmu=off"
+    ratio j a "perf stat cond. branches / pmu=off"
     ratio b d "perf stat / pmu=on plain"
+    ratio h i "perf stat / plain, in one boot" 1.02
+    ratio h a "perf stat (h) / pmu=off"
+    ratio i a "pmu=on plain (i) / pmu=off"
     ratio f b "branch kinds / perf stat (6 events)"
     ratio g b "loads, stores / perf stat (6 events)"
     ratio c d "perf record cycles / pmu=on plain"
     ratio e d "perf record insns / pmu=on plain"
+    [[ -n ${med[h]:-} ]] || return 0
+    # h and i's runs of one rep ran back to back in one boot: their ratio
+    # has the least of the host's noise in it.
+    awk -v col="$col" '
+        ($1 == "h" || $1 == "i") && $col > 0 { v[$1, $2, $3] = $col }
+        END {
+            for (k in v) {
+                split(k, f, SUBSEP)
+                if (f[1] == "h" && v["i", f[2], f[3]] > 0) q[++n] = v[k] / v["i", f[2], f[3]]
+            }
+            for (i = 2; i <= n; i++)
+                for (j = i; j > 1 && q[j - 1] > q[j]; j--) { t = q[j]; q[j] = q[j - 1]; q[j - 1] = t }
+            if (n) printf "h/i of each rep (back to back): median %.4f over %d reps, quartiles %.4f %.4f\n",
+                n % 2 ? q[(n + 1) / 2] : (q[n / 2] + q[n / 2 + 1]) / 2, n,
+                q[int((n + 3) / 4)], q[int((3 * n + 3) / 4)]
+        }' "$res"
 }
 {
     echo "guest-overhead: $started, $rounds rounds x $ncfg configurations x $reps runs," \

@@ -5,13 +5,17 @@
 # vpmu.test=bench-overhead.
 #
 # Kernel command line:
-#   vpmu.bench=plain|stat|record   how to run the workload (default plain)
+#   vpmu.bench=plain|stat|record|alt   how to run the workload (default plain)
 #     plain   bench-work ROUNDS
 #     stat    perf stat -e instructions,branches,cycles,ref-cycles,
 #             instructions:u,branches:u -- bench-work ROUNDS
 #             (every event must be counted; the % running is reported)
 #     record  perf record -F 1000 -e EVENT -- bench-work ROUNDS
 #             (perf record's sample count is reported)
+#     alt     plain and stat in turn, each rep one of each (plain first in
+#             odd reps, stat first in even ones): both sides of the ratio
+#             in one QEMU, seconds apart, so that the host's slow spells
+#             fall on both
 #   vpmu.bench_event=E     the event of record (default cycles)
 #   vpmu.bench_events=E,E  the events of stat (default the six above)
 #   vpmu.bench_reps=N      runs per boot (default 3)
@@ -22,7 +26,7 @@
 # QEMU's CPU time.  For each run it then prints one line for the host:
 #   BENCH mode=M rep=I ns=T checksum=C [samples=S]
 # where T is the workload's own CLOCK_MONOTONIC time around its rounds
-# (bench-work.c), and TAP lines for the checks.
+# (bench-work.c), and TAP lines for the checks (alt: two lines per rep).
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
 
@@ -51,12 +55,12 @@ diag "mode=$mode reps=$reps rounds=$rounds event=$event" \
     "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
 [ -x "$BIN/bench-work" ] || { fail "$BIN/bench-work missing"; finish_late; }
 
-i=0
-while [ $i -lt "$reps" ]; do
-    i=$((i + 1))
-    extra=
+# run_once MODE REP: one run of the workload as MODE says, its checks and
+# its BENCH line.
+run_once() {
+    m=$1 i=$2 extra=
     rm -f w.out s.csv rec.data rec.err
-    case $mode in
+    case $m in
     plain)
         "$BIN/bench-work" "$rounds" >w.out
         rc=$?
@@ -92,7 +96,7 @@ while [ $i -lt "$reps" ]; do
         [ "${s:-0}" -gt 0 ] || diag_file rec.err 5
         ;;
     *)
-        fail "unknown vpmu.bench=$mode"
+        fail "unknown vpmu.bench=$m"
         finish_late
         ;;
     esac
@@ -101,7 +105,21 @@ while [ $i -lt "$reps" ]; do
     sum=$(echo "$line" | sed -n 's/.*checksum=\(0x[0-9a-f]*\).*/\1/p')
     ran=0
     [ "$rc" = 0 ] && [ -n "$ns" ] && ran=1
-    check "rep $i: bench-work ran (exit $rc)" [ $ran = 1 ]
-    echo "BENCH mode=$mode rep=$i ns=${ns:-0} checksum=${sum:-none}$extra"
+    check "rep $i: bench-work ran ($m, exit $rc)" [ $ran = 1 ]
+    echo "BENCH mode=$m rep=$i ns=${ns:-0} checksum=${sum:-none}$extra"
+}
+
+i=0
+while [ $i -lt "$reps" ]; do
+    i=$((i + 1))
+    if [ "$mode" != alt ]; then
+        run_once "$mode" $i
+    elif [ $((i % 2)) = 1 ]; then
+        run_once plain $i
+        run_once stat $i
+    else
+        run_once stat $i
+        run_once plain $i
+    fi
 done
 finish_late
