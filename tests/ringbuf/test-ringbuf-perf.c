@@ -217,12 +217,16 @@ START_TEST(test_kernel_ring_drained)
 END_TEST
 
 /*
- * 1 + 1 pages (4 KiB: 102 samples = 4080 bytes), period 20 us, and 40 ms
- * of CPU without draining: ~2000 samples, so the kernel fills the ring at
+ * 1 + 1 pages (4 KiB: 102 samples = 4080 bytes), period 100 us, and 40 ms
+ * of CPU without draining: ~400 samples, so the kernel fills the ring at
  * head = 4080 and drops the rest (rb->lost).  After one drain the next
  * sample is preceded by PERF_RECORD_LOST (24 bytes) at 4080..4104, across
  * the end of the ring.  Then 3 more rounds of fill and drain.  Each round
  * the LOST count must reach us, and samples + lost must obey the bounds.
+ * The task clock samples from an hrtimer: at a 20 us period a VM host
+ * whose timers fire every ~45 us gave 0.35-0.44 of count / period, below any
+ * bound on what the kernel wrote; at 100 us (as the drained test) it
+ * keeps up (0.976 there).
  */
 START_TEST(test_kernel_ring_tiny_lost)
 {
@@ -230,7 +234,7 @@ START_TEST(test_kernel_ring_tiny_lost)
     char why[160];
     VpmuRing *r;
     VpmuRingStats st;
-    Seen seen = { .pid = getpid(), .tid = gettid(), .period = 20000 };
+    Seen seen = { .pid = getpid(), .tid = gettid(), .period = 100000 };
     uint64_t count, max, first;
 
     ck_assert_msg(sampler_open(&s, seen.period, 1, why, sizeof(why)) == 0, "%s", why);
