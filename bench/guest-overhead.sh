@@ -304,10 +304,9 @@ stats() {
             m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
             printf "%d %.4f %.4f %.4f\n", NR, m, v[1], v[NR] }'
 }
-# paired NUM DEN COL: per round, the median of each side's runs; then the
-# median over the rounds of their ratio.
-paired() {
-    awk -v x="$1" -v y="$2" -v col="$3" '
+# awk functions for paired() and table()'s back-to-back h/i: sortv(a, n)
+# sorts a[1..n]; median(a, n) sorts and returns the median.
+AWK_MEDIAN='
         function sortv(a, n,   i, j, t) {
             for (i = 2; i <= n; i++)
                 for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
@@ -317,7 +316,11 @@ paired() {
         function median(a, n) {
             sortv(a, n)
             return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
+        }'
+# paired NUM DEN COL: per round, the median of each side's runs; then the
+# median over the rounds of their ratio.
+paired() {
+    awk -v x="$1" -v y="$2" -v col="$3" "$AWK_MEDIAN"'
         function rmed(c, r,   i, a) {
             for (i = 1; i <= k[c, r]; i++) a[i] = v[c, r, i]
             return median(a, k[c, r])
@@ -370,18 +373,15 @@ table() {
     [[ -n ${med[h]:-} ]] || return 0
     # h and i's runs of one rep ran back to back in one boot: their ratio
     # has the least of the host's noise in it.
-    awk -v col="$col" '
+    awk -v col="$col" "$AWK_MEDIAN"'
         ($1 == "h" || $1 == "i") && $col > 0 { v[$1, $2, $3] = $col }
         END {
             for (k in v) {
                 split(k, f, SUBSEP)
                 if (f[1] == "h" && v["i", f[2], f[3]] > 0) q[++n] = v[k] / v["i", f[2], f[3]]
             }
-            for (i = 2; i <= n; i++)
-                for (j = i; j > 1 && q[j - 1] > q[j]; j--) { t = q[j]; q[j] = q[j - 1]; q[j - 1] = t }
             if (n) printf "h/i of each rep (back to back): median %.4f over %d reps, quartiles %.4f %.4f\n",
-                n % 2 ? q[(n + 1) / 2] : (q[n / 2] + q[n / 2 + 1]) / 2, n,
-                q[int((n + 3) / 4)], q[int((3 * n + 3) / 4)]
+                median(q, n), n, q[int((n + 3) / 4)], q[int((3 * n + 3) / 4)]
         }' "$res"
 }
 {

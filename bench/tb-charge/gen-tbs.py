@@ -1,6 +1,8 @@
-# Writes tb.S (in the current directory) for bench/tb-charge/run.sh: see there.
-# Generates tb.S: a ring of 16 "TBs" modelled on TCG x86 output, one per variant.
-import sys
+# Writes tb.S (in the current directory) for bench/tb-charge/run.sh, which
+# says what it holds: a ring of 16 TBs shaped like TCG's x86 output, once
+# per form of the vPMU charge.
+
+# A TB's body: env loads and stores, as TCG emits them.
 body = """    movb $0, -0x10(%rbp)
     mov 0x30(%rbp), %rbx
     add $1, %rbx
@@ -18,6 +20,7 @@ body = """    movb $0, -0x10(%rbp)
     mov %r14, 0x48(%rbp)
     movq $1, 0x98(%rbp)
 """
+# The charge at TB entry, by form; OFF is a word of the TB's own (spread).
 charges = {
  'none': "",
  'v0': """    mov 0x3b0(%rbp), %rbx
@@ -50,8 +53,9 @@ charges = {
 }
 out = ["    .text"]
 for name, ch in charges.items():
+    # run_NAME(env, rounds): %rbp is env as in TCG, %r15 the rounds left,
+    # %r11 the reg form's count.
     out.append(f"    .globl run_{name}\nrun_{name}:\n    push %rbp\n    push %rbx\n    push %r12\n    push %r13\n    push %r14\n    push %r15\n    mov %rdi, %rbp\n    mov %rsi, %r15\n    mov $-0x4000000000000000, %r11")
-    pass
     for i in range(16):
         out.append(f"    .p2align 4\n{name}_tb{i}:")
         out.append("    mov -0x14(%rbp), %ebx\n    test %ebx, %ebx\n    jl slowjmp")
