@@ -201,17 +201,21 @@ void amd_check_running_writes(void)
 
 /* Zen's encodings of the catalogue (docs/events.md). */
 static const CatalogueCase amd_catalogue[] = {
-    { "ExRetInstr", 0x00c0, MIX_INSNS, FAR_INSNS, NONE },
-    { "ExRetBrn", 0x00c2, MIX_BRANCHES, FAR_BRANCHES, NONE },
-    { "ExRetCond", 0x00d1, MIX_COND, FAR_COND, NONE },
+    { "ExRetInstr", 0x00c0, MIX_INSNS, FAR_INSNS, NONE,
+      MIX_SITE_AFTER_CALL, 991 },
+    { "ExRetBrn", 0x00c2, MIX_BRANCHES, FAR_BRANCHES, NONE,
+      MIX_SITE_CALLEE, 980 },
+    { "ExRetCond", 0x00d1, MIX_COND, FAR_COND, NONE, MIX_SITE_DEC, 950 },
     /* Far transfers are taken branches too. */
-    { "ExRetBrnTkn", 0x00c4, MIX_TAKEN, FAR_NEAR_TAKEN + FAR_FAR, NONE },
-    { "ExRetNearRet", 0x00c8, MIX_RETS, 0, NONE },
-    { "ExRetBrnFar", 0x00c6, 0, FAR_FAR, NONE },
-    { "LsDispatch.LdDispatch+LdStDispatch", 0x0529, MIX_LOADS, NONE, NONE },
+    { "ExRetBrnTkn", 0x00c4, MIX_TAKEN, FAR_NEAR_TAKEN + FAR_FAR, NONE,
+      MIX_SITE_AFTER_CALL, 978 },
+    { "ExRetNearRet", 0x00c8, MIX_RETS, 0, NONE, MIX_SITE_AFTER_CALL, 900 },
+    { "ExRetBrnFar", 0x00c6, 0, FAR_FAR, NONE, MIX_SITE_NONE, 0 },
+    { "LsDispatch.LdDispatch+LdStDispatch", 0x0529, MIX_LOADS, NONE, NONE,
+      MIX_SITE_AFTER_CALL, 967 },
     { "LsDispatch.StoreDispatch+LdStDispatch", 0x0629, MIX_STORES, NONE,
-      NONE },
-    { "LsIntTaken", 0x002c, 0, 0, IRQ_N },
+      NONE, MIX_SITE_AFTER_CALL, 967 },
+    { "LsIntTaken", 0x002c, 0, 0, IRQ_N, MIX_SITE_NONE, 0 },
 };
 
 /*
@@ -271,6 +275,7 @@ void payload_main(void)
     amd_check_overflow();
     amd_check_running_writes();
     check_catalogue(amd_catalogue, ARRAY_SIZE(amd_catalogue), amd_ctl(0),
-                    amd_ctr(0), amd_quiesce);
+                    amd_ctr(0), -(uint64_t)PMI_K & mask64(AMD_WIDTH),
+                    amd_quiesce);
     amd_check_cycles();
 }

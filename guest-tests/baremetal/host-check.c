@@ -36,6 +36,14 @@ volatile uint32_t pmi_nmis, pmi_fixed, fault_vector;
 static VpmuPmu *pmu;
 static VpmuFakeSource *fake;
 static bool pmi_pending, vendor_amd;
+/*
+ * In the catalogue's blocks PMIs wait for the end of a translation block,
+ * as under TCG (events.h): where that leaves the block, and where the
+ * last PMI found it.
+ */
+static bool tb_ends_only;
+static int next_site, pmi_site;
+static uint32_t next_ecx, pmi_ecx;
 static uint32_t lvtpc = APIC_LVT_MASKED | VEC_PMI;
 static unsigned tap_count, tap_failed;
 static char **keys;
@@ -65,6 +73,8 @@ static void deliver_pmi(void)
         pmi_fixed++;
     }
     lvtpc |= APIC_LVT_MASKED;
+    pmi_site = next_site;
+    pmi_ecx = next_ecx;
     retire(VPMU_EVENT_INSTRUCTIONS, HANDLER_INSNS);
 }
 
@@ -78,13 +88,32 @@ static void run1(VpmuArchEvent event)
     }
 }
 
-/* Retire n events at CPL 0, one at a time, with PMIs in between. */
+/*
+ * Retire n events at CPL 0, one at a time, with PMIs in between (but in
+ * a catalogue block: see tb_end()).
+ */
 static void retire(VpmuArchEvent event, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++) {
         run1(event);
-        deliver_pmi();
+        if (!tb_ends_only) {
+            deliver_pmi();
+        }
     }
+}
+
+/* A translation block ended; the next one starts at @site with @ecx. */
+static void tb_end(int site, uint32_t ecx)
+{
+    next_site = site;
+    next_ecx = ecx;
+    deliver_pmi();
+}
+
+int pmi_mix_site(uint32_t *ecx)
+{
+    *ecx = pmi_ecx;
+    return pmi_site;
 }
 
 static int to_vector(int ret)
@@ -176,16 +205,16 @@ int measure_block(uint32_t msr_on, uint64_t val_on, uint32_t msr_off)
  * instruction by instruction; the model-specific events are fed at the
  * instruction that retires them.
  */
-static void retire_mix_round(bool even)
+static void mix_round(unsigned ecx)
 {
+    bool even = !(ecx & 1);
+
     retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* call */
     retire(VPMU_EVENT_BRANCHES, 1);
     retire(VPMU_EVENT_BR_TAKEN, 1);
     retire(VPMU_EVENT_BR_CALL, 1);
     retire(VPMU_EVENT_STORES, 1);
-    retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* jmp */
-    retire(VPMU_EVENT_BRANCHES, 1);
-    retire(VPMU_EVENT_BR_TAKEN, 1);
+    tb_end(MIX_SITE_CALLEE, ecx);
     retire(VPMU_EVENT_INSTRUCTIONS, 3);                 /* mov, mov, add */
     retire(VPMU_EVENT_LOADS, 2);
     retire(VPMU_EVENT_STORES, 2);
@@ -194,20 +223,27 @@ static void retire_mix_round(bool even)
     retire(VPMU_EVENT_BR_TAKEN, 1);
     retire(VPMU_EVENT_BR_RET, 1);
     retire(VPMU_EVENT_LOADS, 1);
+    tb_end(MIX_SITE_AFTER_CALL, ecx);
+    retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* jmp */
+    retire(VPMU_EVENT_BRANCHES, 1);
+    retire(VPMU_EVENT_BR_TAKEN, 1);
+    tb_end(MIX_SITE_TEST, ecx);
     retire(VPMU_EVENT_INSTRUCTIONS, 2);                 /* test, jz */
     retire(VPMU_EVENT_BRANCHES, 1);
     retire(VPMU_EVENT_BR_COND, 1);
     retire(even ? VPMU_EVENT_BR_TAKEN : VPMU_EVENT_BR_NTAKEN, 1);
+    tb_end(even ? MIX_SITE_DEC : MIX_SITE_NOP, ecx);
     retire(VPMU_EVENT_INSTRUCTIONS, even ? 0 : 1);      /* nop */
 }
 
-/* dec; jnz, taken but the last time */
-static void retire_dec_jnz(bool last)
+/* dec; jnz, taken but the last time (@ecx: before the dec) */
+static void retire_dec_jnz(uint32_t ecx)
 {
     retire(VPMU_EVENT_INSTRUCTIONS, 2);
     retire(VPMU_EVENT_BRANCHES, 1);
     retire(VPMU_EVENT_BR_COND, 1);
-    retire(last ? VPMU_EVENT_BR_NTAKEN : VPMU_EVENT_BR_TAKEN, 1);
+    retire(ecx == 1 ? VPMU_EVENT_BR_NTAKEN : VPMU_EVENT_BR_TAKEN, 1);
+    tb_end(ecx == 1 ? MIX_SITE_END : MIX_SITE_LOOP, ecx - 1);
 }
 
 /*
@@ -220,29 +256,27 @@ static int fed_block(uint32_t msr, uint64_t val_on, unsigned n,
 {
     int vec = wrmsr_safe(msr, val_on);
 
+    tb_ends_only = true;
     retire(VPMU_EVENT_INSTRUCTIONS, 1);                 /* mov $N, %ecx */
     for (unsigned ecx = n; ecx; ecx--) {
         round(ecx);
-        retire_dec_jnz(ecx == 1);
+        retire_dec_jnz(ecx);
     }
     retire(VPMU_EVENT_INSTRUCTIONS, 3);
+    tb_ends_only = false;
+    next_site = MIX_SITE_NONE;
     int vec2 = wrmsr_safe(msr, 0);
     return vec ? vec : vec2;
-}
-
-static void mix_round(unsigned ecx)
-{
-    retire_mix_round(!(ecx & 1));
 }
 
 /* LRET: a far branch, taken on AMD (ExRetBrnTkn counts far transfers). */
 static void far_round(unsigned ecx)
 {
-    (void)ecx;
     retire(VPMU_EVENT_INSTRUCTIONS, 3);                 /* push, push, lret */
     retire(VPMU_EVENT_BRANCHES, 1);
     retire(VPMU_EVENT_BR_FAR, 1);
     retire(VPMU_EVENT_BR_TAKEN, vendor_amd ? 1 : 0);
+    tb_end(MIX_SITE_NONE, ecx);
 }
 
 int measure_mix(uint32_t msr, uint64_t val_on)

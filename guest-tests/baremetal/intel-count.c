@@ -319,18 +319,26 @@ static void intel_check_cycles(void)
 
 /* Skylake's encodings of the catalogue (docs/events.md). */
 static const CatalogueCase intel_catalogue[] = {
-    { "INST_RETIRED.ANY_P", 0x00c0, MIX_INSNS, FAR_INSNS, NONE },
+    { "INST_RETIRED.ANY_P", 0x00c0, MIX_INSNS, FAR_INSNS, NONE,
+      MIX_SITE_AFTER_CALL, 991 },
     { "BR_INST_RETIRED.ALL_BRANCHES", 0x00c4, MIX_BRANCHES, FAR_BRANCHES,
-      NONE },
-    { "BR_INST_RETIRED.CONDITIONAL", 0x01c4, MIX_COND, FAR_COND, NONE },
-    { "BR_INST_RETIRED.NOT_TAKEN", 0x10c4, MIX_NTAKEN, 1, NONE },
-    { "BR_INST_RETIRED.NEAR_TAKEN", 0x20c4, MIX_TAKEN, FAR_NEAR_TAKEN, NONE },
-    { "BR_INST_RETIRED.NEAR_CALL", 0x02c4, MIX_CALLS, 0, NONE },
-    { "BR_INST_RETIRED.NEAR_RETURN", 0x08c4, MIX_RETS, 0, NONE },
-    { "BR_INST_RETIRED.FAR_BRANCH", 0x40c4, 0, FAR_FAR, NONE },
-    { "MEM_INST_RETIRED.ALL_LOADS", 0x81d0, MIX_LOADS, NONE, NONE },
-    { "MEM_INST_RETIRED.ALL_STORES", 0x82d0, MIX_STORES, NONE, NONE },
-    { "HW_INTERRUPTS.RECEIVED", 0x01cb, 0, 0, IRQ_N },
+      NONE, MIX_SITE_CALLEE, 980 },
+    { "BR_INST_RETIRED.CONDITIONAL", 0x01c4, MIX_COND, FAR_COND, NONE,
+      MIX_SITE_DEC, 950 },
+    { "BR_INST_RETIRED.NOT_TAKEN", 0x10c4, MIX_NTAKEN, 1, NONE,
+      MIX_SITE_NOP, 799 },
+    { "BR_INST_RETIRED.NEAR_TAKEN", 0x20c4, MIX_TAKEN, FAR_NEAR_TAKEN, NONE,
+      MIX_SITE_AFTER_CALL, 978 },
+    { "BR_INST_RETIRED.NEAR_CALL", 0x02c4, MIX_CALLS, 0, NONE,
+      MIX_SITE_CALLEE, 900 },
+    { "BR_INST_RETIRED.NEAR_RETURN", 0x08c4, MIX_RETS, 0, NONE,
+      MIX_SITE_AFTER_CALL, 900 },
+    { "BR_INST_RETIRED.FAR_BRANCH", 0x40c4, 0, FAR_FAR, NONE, MIX_SITE_NONE, 0 },
+    { "MEM_INST_RETIRED.ALL_LOADS", 0x81d0, MIX_LOADS, NONE, NONE,
+      MIX_SITE_AFTER_CALL, 967 },
+    { "MEM_INST_RETIRED.ALL_STORES", 0x82d0, MIX_STORES, NONE, NONE,
+      MIX_SITE_AFTER_CALL, 967 },
+    { "HW_INTERRUPTS.RECEIVED", 0x01cb, 0, 0, IRQ_N, MIX_SITE_NONE, 0 },
 };
 
 void payload_main(void)
@@ -364,7 +372,8 @@ void payload_main(void)
     intel_check_running_writes();
     if (intel.nr_gp) {
         check_catalogue(intel_catalogue, ARRAY_SIZE(intel_catalogue),
-                        MSR_IA32_PERFEVTSEL0, MSR_IA32_PMC0, intel_quiesce);
+                        MSR_IA32_PERFEVTSEL0, MSR_IA32_PMC0,
+                        (uint32_t)-PMI_K, intel_quiesce);
     }
     intel_check_cycles();
 }

@@ -22,7 +22,7 @@ volatile uint32_t pmi_nmis;
 volatile uint32_t pmi_fixed;
 volatile uint32_t fault_vector;
 
-volatile uint32_t irq_eip, irq_eflags;
+volatile uint32_t irq_eip, irq_eflags, irq_ecx;
 volatile uint32_t db_hits, db_eip;
 
 static unsigned tap_count, tap_failed;
@@ -256,11 +256,13 @@ void trap(struct trap_frame *f)
         pmi_nmis++;             /* NMI-mode LVTPC: no EOI */
         irq_eip = f->eip;
         irq_eflags = f->eflags;
+        irq_ecx = f->ecx;
         return;
     case VEC_PMI:
         pmi_fixed++;
         irq_eip = f->eip;
         irq_eflags = f->eflags;
+        irq_ecx = f->ecx;
         apic_write(APIC_EOI, 0);
         return;
     case VEC_SPURIOUS:
@@ -381,23 +383,62 @@ int measure_block(uint32_t msr_on, uint64_t val_on, uint32_t msr_off)
 /* The catalogue's blocks (events.h); keep them in step with its counts. */
 static volatile uint32_t mix_mem[4];
 
+/*
+ * measure_mix's sites (events.h), labelled in its asm.  Global names in
+ * an asm statement: a second copy of the function would not link.
+ */
+extern const char mix_site_loop[], mix_site_callee[], mix_site_after_call[],
+                  mix_site_test[], mix_site_nop[], mix_site_dec[],
+                  mix_site_end[];
+
+int pmi_mix_site(uint32_t *ecx)
+{
+    const char *const at[] = {
+        [MIX_SITE_LOOP] = mix_site_loop,
+        [MIX_SITE_CALLEE] = mix_site_callee,
+        [MIX_SITE_AFTER_CALL] = mix_site_after_call,
+        [MIX_SITE_TEST] = mix_site_test,
+        [MIX_SITE_NOP] = mix_site_nop,
+        [MIX_SITE_DEC] = mix_site_dec,
+        [MIX_SITE_END] = mix_site_end,
+    };
+
+    *ecx = irq_ecx;
+    for (int i = MIX_SITE_LOOP; i <= MIX_SITE_END; i++) {
+        if (irq_eip == (uint32_t)at[i]) {
+            return i;
+        }
+    }
+    return MIX_SITE_NONE;
+}
+
 int measure_mix(uint32_t msr, uint64_t val_on)
 {
     uint32_t a = (uint32_t)val_on, d = (uint32_t)(val_on >> 32), c = msr;
 
     fault_vector = 0;
     asm volatile(BLOCK_ON
+                 ".globl mix_site_loop, mix_site_callee, mix_site_after_call\n"
+                 ".globl mix_site_test, mix_site_nop, mix_site_dec\n"
+                 ".globl mix_site_end\n"
+                 "mix_site_loop:\n"
                  "1: call 2f\n"
+                 "mix_site_after_call:\n"
                  "jmp 3f\n"
+                 "mix_site_callee:\n"
                  "2: mov (%%esi), %%eax\n"
                  "mov %%eax, 4(%%esi)\n"
                  "add %%eax, 8(%%esi)\n"
                  "ret\n"
+                 "mix_site_test:\n"
                  "3: test $1, %%ecx\n"
                  "jz 4f\n"
+                 "mix_site_nop:\n"
                  "nop\n"
+                 "mix_site_dec:\n"
                  "4: dec %%ecx\n"
                  "jnz 1b\n"
+                 "mix_site_end:\n"
                  BLOCK_OFF
                  : "+a"(a), "+d"(d), "+c"(c)
                  : [n] "i"(MIX_N), [off] "D"(msr), "S"(mix_mem)

@@ -56,7 +56,7 @@ extern volatile uint32_t pmi_nmis;
 extern volatile uint32_t pmi_fixed;
 
 /* What the last VEC_PMI or NMI pushed, and the #DBs seen (selftest.c). */
-extern volatile uint32_t irq_eip, irq_eflags;
+extern volatile uint32_t irq_eip, irq_eflags, irq_ecx;
 extern volatile uint32_t db_hits, db_eip;
 
 /* serial + formatted output (%s %c %d %u %x %llx %llu, width and 0 pad) */
