@@ -87,11 +87,17 @@ want() {
 }
 N=100000000
 check "L1 records cycles" ask_l1 contend-partial
+t0=$(cut -d' ' -f1 /proc/uptime)
 pstat p.csv instructions:u,branches:u,cycles:u "$BIN/loop_100M"
+t1=$(cut -d' ' -f1 /proc/uptime)
 i=$(count p.csv instructions:u)
 b=$(count p.csv branches:u)
-diag "partial loop_100M: instructions:u=$i branches:u=$b ($VPMU_MULTIPLEX;" \
-     "ratios $(awk -v i="${i:-0}" -v b="${b:-0}" -v n=$N \
+# cycles:u and the run's length: how the three shared the two counters,
+# over how many of L1's rotations (perf_event_mux_interval_ms).
+diag "partial loop_100M: instructions:u=$i branches:u=$b" \
+     "cycles:u=$(count p.csv cycles:u) in $(awk -v a="$t0" -v b="$t1" \
+                                          'BEGIN { print b - a }') s" \
+     "($VPMU_MULTIPLEX; ratios $(awk -v i="${i:-0}" -v b="${b:-0}" -v n=$N \
                'BEGIN { printf "%.4f %.4f", i / (2 * n + 4), b / (n + 1) }'))"
 check "partial: loop_100M instructions:u $(want 2N+4)" policy "$i" $((2 * N + 4))
 check "partial: loop_100M branches:u $(want N+1)" policy "$b" $((N + 1))
