@@ -188,32 +188,51 @@ done
 # --- host CPU time of our QEMU -----------------------------------------------
 # qemu_pid PATH: the QEMU started from that copy (unique to this run).
 qemu_pid() { pgrep -n -f -- "^$1 " || true; }
-# qemu_ns PID: "CPU-ns WAIT-ns" summed over the process's threads, without
+# qemu_snap PID: the CPU and run-queue wait times of each of the process's
+# threads, into the arrays snap_run and snap_wait (by thread id), without
 # forking (it runs while the workload's start marker is fresh).
-qemu_ns() {
-    local f run wait c=0 w=0
+declare -A snap_run snap_wait
+qemu_snap() {
+    local f run wait tid
+    snap_run=() snap_wait=()
     for f in /proc/"$1"/task/*/schedstat; do
         read -r run wait _ 2>/dev/null <"$f" || continue
-        c=$((c + run)) w=$((w + wait))
+        tid=${f%/schedstat} tid=${tid##*/}
+        snap_run[$tid]=$run snap_wait[$tid]=$wait
     done
-    echo "$c $w"
 }
 # watch_marks MARKS QEMU: copy the serial output (stdin) to stdout without the
 # CRs; at each BENCH-MARK pair, append "CPU-ns WAIT-ns" of QEMU over the
-# pair to MARKS.  Reads straight from run-guest.sh's tee: anything
-# in between (tr, sed) would buffer the lines until QEMU exits.
+# pair to MARKS: the sum over the threads alive at the end of what each
+# ran since the start (0 for a thread started since).  A sum over the
+# threads at each end would go back, even below 0, when a thread that ran
+# before the start (QEMU's worker threads come and go) exits in between;
+# this way only what such a thread ran within the pair is missed (the
+# vCPU thread, which runs the workload, lives through it).
+# Reads straight from run-guest.sh's tee: anything in between (tr, sed)
+# would buffer the lines until QEMU exits.
 watch_marks() {
-    local line pid='' c0=0 w0=0 c1 w1
+    local line pid='' tid c w
+    local -A run0 wait0
     while IFS= read -r line; do
         line=${line%$'\r'}
         printf '%s\n' "$line"
         [[ -n $pid ]] || pid=$(qemu_pid "$2")
         case $line in
         *'BENCH-MARK start'*)
-            read -r c0 w0 < <(qemu_ns "$pid") ;;
+            qemu_snap "$pid"
+            run0=() wait0=()
+            for tid in "${!snap_run[@]}"; do
+                run0[$tid]=${snap_run[$tid]} wait0[$tid]=${snap_wait[$tid]}
+            done ;;
         *'BENCH-MARK end'*)
-            read -r c1 w1 < <(qemu_ns "$pid")
-            echo "$((c1 - c0)) $((w1 - w0))" >>"$1" ;;
+            qemu_snap "$pid"
+            c=0 w=0
+            for tid in "${!snap_run[@]}"; do
+                c=$((c + snap_run[$tid] - ${run0[$tid]:-0}))
+                w=$((w + snap_wait[$tid] - ${wait0[$tid]:-0}))
+            done
+            echo "$c $w" >>"$1" ;;
         esac
     done
 }
@@ -290,9 +309,8 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 nsums=$(awk '{ print $5 }' "$res" | sort -u | wc -l)
 [[ $nsums == 1 ]] || die "the workload's checksum differs between runs (see $res)"
 if awk '$8 <= 0 { bad = 1 } END { exit !bad }' "$res"; then
-    log "warning: some runs have no host CPU time (markers not seen, or the sum" \
-        "over the threads went back); they are left out of the host CPU time table;" \
-        "see $out/logs/*.marks"
+    log "warning: some runs have no host CPU time (markers not seen); they are" \
+        "left out of the host CPU time table; see $out/logs/*.marks"
 fi
 
 # --- the summary -------------------------------------------------------------------
