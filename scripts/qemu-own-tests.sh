@@ -37,6 +37,17 @@ TESTS=(qtest-x86_64/{qom-test,device-introspect-test,test-hmp,qmp-cmd-test}
 [ $# -eq 0 ] || TESTS=("$@")
 
 echo "qemu-own-tests: $(sed -n 's/^head //p' "$STATE") in $BUILD"
+# Run from its build directory, QEMU looks for firmware under qemu-bundle/
+# plus each --firmwarepath directory (build-qemu.sh: Debian's seabios,
+# ipxe-qemu and qemu-system-data), where nothing is: link them there.
+fwpath=$(sed -n 's/.*--firmwarepath=\([^ ]*\).*/\1/p' "$BUILD/.vpmu-configure-flags")
+IFS=: read -r -a fwdirs <<<"$fwpath"
+for d in "${fwdirs[@]}"; do
+    [ -e "$BUILD/qemu-bundle$d" ] || {
+        mkdir -p "$(dirname "$BUILD/qemu-bundle$d")"
+        ln -s "$d" "$BUILD/qemu-bundle$d"
+    }
+done
 ninja -C "$BUILD" "${TARGETS[@]}" | tail -n 1
 # -t 3: migration-test's paths take 50-90 s each on 2 cores, beyond
 # meson's default timeouts for it.

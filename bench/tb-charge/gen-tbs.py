@@ -41,6 +41,11 @@ charges = {
  'mem': """    addq $0x200001, 0x3b0(%rbp)
     jns slowjmp
 """,
+ 'add1': """    addq $0x200001, 0x3b0(%rbp)
+""",
+ 'add2': """    addq $16, 0x3b0(%rbp)
+    addq $1, 0x3b8(%rbp)
+""",
  'reg': """    add $0x200001, %r11
     jns slowjmp
 """,

@@ -4,13 +4,15 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define FORMS 6
+#define FORMS 8
 #define TBS 16                  /* TBs in the ring of each form */
 
 void run_none(void *env, long rounds);
 void run_v0(void *env, long rounds);
 void run_v2(void *env, long rounds);
 void run_mem(void *env, long rounds);
+void run_add1(void *env, long rounds);
+void run_add2(void *env, long rounds);
 void run_reg(void *env, long rounds);
 void run_spread(void *env, long rounds);
 
@@ -35,10 +37,11 @@ int main(int argc, char **argv)
 {
     static char envbuf[8192] __attribute__((aligned(64)));
     static void (*const run[FORMS])(void *, long) = {
-        run_none, run_v0, run_v2, run_mem, run_reg, run_spread,
+        run_none, run_v0, run_v2, run_mem, run_add1, run_add2, run_reg,
+        run_spread,
     };
     static const char *const name[FORMS] = {
-        "none", "v0", "v2", "mem", "reg", "spread",
+        "none", "v0", "v2", "mem", "add1", "add2", "reg", "spread",
     };
     char *env = envbuf + 4096;  /* TCG's env offsets reach below it too */
     double best[FORMS];
