@@ -13,6 +13,7 @@ counted is counted here:
     one more failure;
   - any other test, or a TAP test that skipped whole ("1..0 # SKIP why"):
     one, with the reason of a whole skip listed;
+  - each failing subtest is named (the first ten of a test);
   - a run without its logs (its build failed): one failure; so is a
     step given without LOGBASE ("make-qemu="), which failed.
 
@@ -31,6 +32,7 @@ GOOD = {'OK', 'EXPECTEDFAIL'}
 # control characters (a guest console's escapes) are not XML.
 NOT_XML = re.compile(rb'[\x00-\x08\x0b\x0c\x0e-\x1f]')
 BAD = {'failure', 'error'}
+MAX_NAMED = 10
 
 
 def count_run(run, base):
@@ -62,6 +64,8 @@ def count_run(run, base):
                 print(f'[{run}] {res} {name}')
             continue
         cases = [[c.tag for c in case] for case in suite.iter('testcase')]
+        names = [case.get('name') for case in suite.iter('testcase')
+                 if BAD & {c.tag for c in case}]
         todo = TODO.findall(out)
         bad = sum(1 for c in cases if BAD & set(c))
         k += sum(1 for c in cases if 'skipped' in c)
@@ -75,6 +79,11 @@ def count_run(run, base):
             print(f'[{run}] {res} {name}' + ('' if bad else ': no failing subtest'))
         elif bad:
             print(f'[{run}] FAIL {name}: {bad} of {len(cases)} subtests')
+        # Which ones: CI keeps only this summary, not the logs.
+        for n in names[:MAX_NAMED]:
+            print(f'[{run}]   not ok {n}')
+        if len(names) > MAX_NAMED:
+            print(f'[{run}]   ... and {len(names) - MAX_NAMED} more')
     return p, f, k
 
 
