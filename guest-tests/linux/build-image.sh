@@ -203,6 +203,7 @@ build_wl loop.S loop_1M 1000000
 build_wl loop.S loop_10M 10000000
 build_wl loop.S loop_100M 100000000
 build_wl loop.S loop_1000M 1000000000   # stat-exact under L1 (vpmu.l1cycles=1)
+build_wl sys.S sys_100k 100000
 build_wl until.S until 200000000   # migrate-kvm (nested): 4e8 instructions a chunk
 build_wl hot.S hot 5000000
 # rr-work: C with threads, linked against the image's glibc (the staged

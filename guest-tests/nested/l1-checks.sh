@@ -1,7 +1,9 @@
 #!/bin/sh
 # L1-side checks of the nested suite, sourced by init-l1 (L1's /init): what
-# L1 saw of an L2 through QMP (query-vpmu replies saved by serve_l2) and its
-# own perf during contention.  Uses init-l1's ok/notok and $cfg.
+# L1 saw of an L2 through QMP (query-vpmu replies saved by serve_l2), its
+# own perf during contention, and L2's kernel-and-user counts across
+# configurations.  Uses init-l1's ok/notok, ran and $cfg;
+# tests/scripts/ku-check-test.sh runs ku_check on hand-made L2 output.
 # shellcheck shell=sh disable=SC2154  # cfg is init-l1's
 
 # --- what L1 saw through QMP ------------------------------------------------------
@@ -160,3 +162,62 @@ grew() {
 is_num() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
 # all_ran N M: at least 6 interval lines, and all M of them at 100%.
 all_ran() { [ "$1" -ge 6 ] && [ "$2" = "$1" ]; }
+
+# --- across configurations: kernel and user counts -------------------------------
+# stat-exact's "ku run" lines (in /tmp/CFG.out, L2's output): instructions
+# and branches of sys_100k, three runs, each with the timer interrupts that
+# fell into it.  They are not exact: the kernel's share is N getppid paths
+# plus a fixed part (exec, page faults, exit) and a part per timer
+# interrupt, and the interrupts follow the run's length, so the host's
+# speed.  The N calls are nearly all of it (EPYC L2: 36.8M instructions,
+# 10.9M branches; a timer interrupt ~3,300 instructions, a run 31-48 of
+# them), so both PMUs, counting the same guest instructions, must give the
+# same mean kernel part (count minus the exact user count) within 5% of
+# the first configuration's.  A PMU that counts the kernel twice or not at
+# all fails it; a slow spell of the host does not, up to ~540 more timer
+# interrupts a run.  (A short loop's kernel part would be mostly
+# interrupts, and other kernel work than the ticks comes with a slow
+# spell: no function of the ticks predicts it.)
+KU_PCT=5
+KU_N=100000
+# ku_mean CFG EVENT: "K T": the mean kernel part of the runs and their mean
+# ticks ("none" without the tracepoint's counts); fails without a run.
+ku_mean() {
+    sed -n "s/^# ku run [0-9]*: .*$2=\([0-9][0-9]*\) .*ticks=\([0-9a-z]*\) (sys_100k)\r*$/\1 \2/p" \
+        "/tmp/$1.out" |
+    awk -v ev="$2" -v n="$KU_N" '{
+            k = $1 - (ev == "instructions" ? 4 * n + 4 : 2 * n + 1)
+            runs++; sk += k
+            if ($2 ~ /^[0-9]+$/) { tn++; st += $2 }
+        } END {
+            if (!runs) exit 1
+            if (tn) printf "%.0f %.1f\n", sk / runs, st / tn
+            else printf "%.0f none\n", sk / runs
+        }'
+}
+# pct_of W V: W against V as a signed percentage ("+1.2%"), empty without
+# W.  within_pct W V P: V > 0 and |W - V| <= V * P / 100.  within10 W V:
+# W is given and within 10% of V.
+pct_of() {
+    awk -v w="$1" -v v="$2" 'BEGIN { if (w != "" && v > 0) printf "%+.1f%%", 100 * (w - v) / v }'
+}
+within_pct() {
+    awk -v w="$1" -v v="$2" -v p="$3" \
+        'BEGIN { d = w - v; if (d < 0) d = -d; exit !(v > 0 && 100 * d <= v * p) }'
+}
+within10() { [ -n "$1" ] && within_pct "$1" "$2" 10; }
+# ku_check CFG REF EVENT: the comparison, if REF ran stat-exact (RUNS may
+# name other tests only).
+ku_check() {
+    ran "$2" stat-exact || return 0
+    kv_=$(ku_mean "$2" "$3") kw_=$(ku_mean "$1" "$3")
+    d="$1 ~ $2: $3 (kernel and user), kernel part of sys_100k within $KU_PCT%"
+    if [ -z "$kv_" ] || [ -z "$kw_" ]; then
+        notok "$d (no runs: $2 ${kv_:-none}, $1 ${kw_:-none})"
+        return
+    fi
+    # shellcheck disable=SC2086 # "K T", split on purpose
+    set -- "$1" "$2" $kv_ $kw_
+    tcheck "$d ($2 $3 at $4 ticks; $1 $5 at $6, $(pct_of "$5" "$3"))" \
+        within_pct "$5" "$3" "$KU_PCT"
+}
