@@ -59,20 +59,24 @@ insn_cycles() {
         "pmu-cycles=insns: a cycle is an instruction, and the GHz line is the guest's instruction rate"
 }
 
-for m in 1 10 100; do
-    n=$((m * 1000000))
-    w=loop_${m}M
-    pstat s.csv instructions:u,branches:u "$BIN/$w"
+# exact_u W I FI B FB: perf stat -e instructions:u,branches:u of workload W
+# gives exactly I and B (FI, FB: their formulas); sets $i and $b.
+exact_u() {
+    pstat s.csv instructions:u,branches:u "$BIN/$1"
     i=$(count s.csv instructions:u)
     b=$(count s.csv branches:u)
-    diag "$w: instructions:u=$i (2N+4=$((2 * n + 4)))" \
-         "branches:u=$b (N+1=$((n + 1)))"
+    diag "$1: instructions:u=$i ($3=$2) branches:u=$b ($5=$4)"
     is_int "$i" || diag_file s.csv
-    check "$w instructions:u = 2N+4" eq "$i" $((2 * n + 4))
+    check "$1 instructions:u = $3" eq "$i" "$2"
+    check "$1 branches:u = $5" eq "$b" "$4"
+}
+
+for m in 1 10 100; do
+    n=$((m * 1000000))
+    exact_u loop_${m}M $((2 * n + 4)) 2N+4 $((n + 1)) N+1
     if [ "$b" = $n ]; then
         diag "branches:u = N: SYSCALL was not counted as a (far) branch"
     fi
-    check "$w branches:u = N+1" eq "$b" $((n + 1))
 done
 
 same=1
@@ -86,14 +90,7 @@ done
 check "loop_1M: three more runs give the same exact counts" [ $same = 1 ]
 
 n=100000
-pstat s.csv instructions:u,branches:u "$BIN/sys_100k"
-i=$(count s.csv instructions:u)
-b=$(count s.csv branches:u)
-diag "sys_100k: instructions:u=$i (4N+4=$((4 * n + 4)))" \
-     "branches:u=$b (2N+1=$((2 * n + 1)))"
-is_int "$i" || diag_file s.csv
-check "sys_100k instructions:u = 4N+4" eq "$i" $((4 * n + 4))
-check "sys_100k branches:u = 2N+1" eq "$b" $((2 * n + 1))
+exact_u sys_100k $((4 * n + 4)) 4N+4 $((2 * n + 1)) 2N+1
 
 # Kernel and user: the timer interrupts that fall into each run (a
 # tracepoint, counted in the same window) are printed with the counts, as
