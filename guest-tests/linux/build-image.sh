@@ -206,6 +206,9 @@ build_wl loop.S loop_1000M 1000000000   # stat-exact under L1 (vpmu.l1cycles=1)
 build_wl sys.S sys_100k 100000
 build_wl until.S until 200000000   # migrate-kvm (nested): 4e8 instructions a chunk
 build_wl hot.S hot 5000000
+# true as SCHED_FIFO, first in PATH for perf test's exit-events test (tests/perf-test.sh)
+mkdir -p "$root/vpmu/fifobin"
+build_wl fifo-true.S ../fifobin/true 0
 # rr-work: C with threads, linked against the image's glibc (the staged
 # libc6 is bookworm's, the compiler's too).
 gcc -O1 -pthread -o "$root/vpmu/bin/rr-work" "$wl/rr-work.c"
