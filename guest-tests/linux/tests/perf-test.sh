@@ -32,7 +32,7 @@ plan ''
 PATH=/vpmu/dynbin:$PATH
 export PATH
 EXIT_TEST='Number of exit events of a simple workload'
-p=$PATH   # the PATH of the current test (fifobin first for EXIT_TEST)
+test_path=$PATH   # the current test's PATH (fifobin first for EXIT_TEST)
 
 # VPMU_PERF_WANT (perf-mmap-kvm.sh): a subset of the list below.
 WANT=${VPMU_PERF_WANT:-'mmap interface tests
@@ -92,7 +92,7 @@ result() {
 # verbose ID: rerun perf test ID with -v; print the tail on diag lines.
 verbose() {
     top=${1%%.*}
-    PATH=$p timeout 300 perf test -v "$top" </dev/null >v.txt 2>&1
+    PATH=$test_path timeout 300 perf test -v "$top" </dev/null >v.txt 2>&1
     if [ "$top" != "$1" ]; then
         # Keep the block of the subtest: from its header to the next one.
         awk -v id="$1" '
@@ -114,9 +114,9 @@ for t in $WANT; do
         skip "perf test \"$t\"" "not in this perf's test list"
         continue
     fi
-    p=$PATH
-    [ "$t" != "$EXIT_TEST" ] || p=/vpmu/fifobin:$PATH
-    PATH=$p timeout 300 perf test "$n" >out.txt 2>&1
+    test_path=$PATH
+    [ "$t" != "$EXIT_TEST" ] || test_path=/vpmu/fifobin:$PATH
+    PATH=$test_path timeout 300 perf test "$n" >out.txt 2>&1
     rc=$?
     [ $rc = 124 ] && diag "perf test $n timed out after 300 s"
     # Lines that end in a result; a test with subtests prints a bare header.
