@@ -179,13 +179,14 @@ all_ran() { [ "$1" -ge 6 ] && [ "$2" = "$1" ]; }
 # interrupts, and other kernel work than the ticks comes with a slow
 # spell: no function of the ticks predicts it.)
 KU_PCT=5
-KU_N=100000
 # ku_mean CFG EVENT: "K T": the mean kernel part of the runs and their mean
-# ticks ("none" without the tracepoint's counts); fails without a run.
+# ticks ("none" without the tracepoint's counts); fails without a run.  N
+# comes from the workload's name (sys_100k: N = 100 * 1000).
 ku_mean() {
-    sed -n "s/^# ku run [0-9]*: .*$2=\([0-9][0-9]*\) .*ticks=\([0-9a-z]*\) (sys_100k)\r*$/\1 \2/p" \
+    sed -n "s/^# ku run [0-9]*: .*$2=\([0-9][0-9]*\) .*ticks=\([0-9a-z]*\) (sys_\([0-9][0-9]*\)k)\r*$/\1 \2 \3/p" \
         "/tmp/$1.out" |
-    awk -v ev="$2" -v n="$KU_N" '{
+    awk -v ev="$2" '{
+            n = $3 * 1000
             k = $1 - (ev == "instructions" ? 4 * n + 4 : 2 * n + 1)
             runs++; sk += k
             if ($2 ~ /^[0-9]+$/) { tn++; st += $2 }
