@@ -43,6 +43,7 @@
 #define CYC             0x003Cull
 #define INSTR           0x00C0ull
 #define REF             0x013Cull
+#define REF_PSEUDO      0x0300ull
 #define BR              0x00C4ull
 #define SLOTS           0x01A4ull
 
@@ -954,6 +955,11 @@ static const Step count_gp[] = {
     W(EVTSEL(1), EOU | REF), RUN(REF_CYCLES, 0, 4), R(PMC(1), 18),
     W(EVTSEL(1), EOU | BR), RUN(BRANCHES, 3, 2), R(PMC(1), 20),
     R(PMC(0), 1001),
+    /* 0x0300, Linux's and KVM's pseudo-encoding: reference cycles too */
+    W(EVTSEL(1), EOU | REF_PSEUDO), RUN(REF_CYCLES, 3, 3), RUN(CYCLES, 0, 9),
+    R(PMC(1), 23), STATE(GPC(1), COUNTING),
+    W(EVTSEL(1), EN | USR | REF_PSEUDO), RUN(REF_CYCLES, 0, 5),
+    RUN(REF_CYCLES, 3, 1), R(PMC(1), 24),
 };
 
 /* v2 fixed counters: 0 instructions, 1 core cycles, 2 reference cycles. */

@@ -78,6 +78,13 @@ typedef struct VpmuEventCode {
     bool valid;
 } VpmuEventCode;
 
+/* A second encoding of a named event (VpmuArchOps.aliases). */
+typedef struct VpmuEventAlias {
+    uint16_t event;
+    uint8_t umask;
+    VpmuArchEvent is;
+} VpmuEventAlias;
+
 typedef struct VpmuCounter {
     VpmuPmu *pmu;
     uint32_t id;            /* VPMU_COUNTER_GP(i) / VPMU_COUNTER_FIXED_ID(i) */
@@ -176,6 +183,9 @@ typedef struct VpmuArchOps {
     /* Event select bits of a control (Intel [7:0], AMD [7:0] and [35:32]). */
     uint64_t event_bits;
     const VpmuEventCode *events;    /* by VpmuArchEvent */
+    /* Other encodings decoded as a named event; NULL/0 for none. */
+    const VpmuEventAlias *aliases;
+    size_t nr_aliases;
     const VpmuArchEvent *fixed_events;  /* what fixed counter i counts */
     /* AMD GuestOnly/HostOnly control bits (APM 13.2.1); 0 on Intel. */
     uint64_t guest_only, host_only;

@@ -335,6 +335,14 @@ static void decode_evtsel(const VpmuArchOps *a, uint32_t events, uint64_t ctl,
             return;
         }
     }
+    for (size_t i = 0; i < a->nr_aliases; i++) {
+        if (a->aliases[i].event == event && a->aliases[i].umask == umask &&
+            (a->aliases[i].is < VPMU_EVENT__COUNT ||
+             (events & VPMU_EVENT_BIT(a->aliases[i].is)))) {
+            out->event = a->aliases[i].is;
+            return;
+        }
+    }
 }
 
 void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,

@@ -87,6 +87,16 @@ _Static_assert(VPMU_ARRAY_SIZE(intel_events) == VPMU_EVENT__NAMED,
 _Static_assert(VPMU_ARRAY_SIZE(intel_ranges) <= VPMU_MAX_RANGES,
                "the PMU keeps one bitmap per range");
 
+/*
+ * Event 0x00, umask 0x03: the pseudo-encoding of unhalted reference
+ * cycles that Linux perf programs (intel_perfmon_event_map) for fixed
+ * counter 2 and that KVM counts as reference cycles on any counter
+ * (PERF_COUNT_HW_REF_CPU_CYCLES), as kvm-unit-tests x86/pmu expects.
+ */
+static const VpmuEventAlias intel_aliases[] = {
+    { 0x00, 0x03, VPMU_EVENT_REF_CYCLES },
+};
+
 /* Fixed counter i counts (SDM 20.2.2 Table 20-2). */
 static const VpmuArchEvent intel_fixed_events[] = {
     VPMU_EVENT_INSTRUCTIONS, VPMU_EVENT_CYCLES, VPMU_EVENT_REF_CYCLES,
@@ -376,6 +386,8 @@ const VpmuArchOps vpmu_intel_ops = {
     .nr_ranges = VPMU_ARRAY_SIZE(intel_ranges),
     .event_bits = VPMU_EVTSEL_EVENT,
     .events = intel_events,
+    .aliases = intel_aliases,
+    .nr_aliases = VPMU_ARRAY_SIZE(intel_aliases),
     .fixed_events = intel_fixed_events,
     .check = intel_check,
     .msr_exists = intel_msr_exists,
