@@ -1250,6 +1250,46 @@ START_TEST(test_emulated)
 END_TEST
 
 /*
+ * vpmu_pmu_counter_add(): events the front end learned the source missed
+ * (KVM's own retirements).  GP0, instructions, INT, 48 bits, at 2^48 - 40,
+ * 2^48 - 39 after its enabling WRMSR: 30 from the source, then 15 added:
+ * the fold comes first (2^48 - 9), the 15 wrap the counter at the 9th
+ * (value 6), one overflow and one PMI; the source's next period counts
+ * from 6 (2^48 - 6 to go).  A counter that is off, or not there, takes
+ * nothing.
+ */
+START_TEST(test_counter_add)
+{
+    VpmuCounterInfo info;
+    VpmuConfig cfg;
+    CorePmu c;
+
+    cfg_v2(&cfg, 48, 48);
+    core_init(&c, &cfg, NULL);
+    wr(&c, A_PMC(0), P48 - 40);
+    wr(&c, EVTSEL(0), EOU | INT | INSTR);      /* the WRMSR counts: -39 */
+    vpmu_fake_source_run(c.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 30);
+    ck_assert_int_eq(vpmu_pmu_counter_add(c.pmu, GPC(0), 0), 0);
+    ck_assert_uint_eq(c.pmis, 0);
+    ck_assert_int_eq(vpmu_pmu_counter_add(c.pmu, GPC(0), 15), 0);
+    ck_assert_uint_eq(c.pmis, 1);
+    info_of(&c, GPC(0), &info);
+    ck_assert_uint_eq(info.value, 6);
+    ck_assert_uint_eq(info.overflows, 1);
+    ck_assert_uint_eq(rd(&c, GLOBAL_STATUS), 1);
+    ck_assert_uint_eq(stats_of(&c).emulated, 1 + 15);
+    vpmu_fake_source_run(c.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, P48 - 7);
+    ck_assert_uint_eq(c.pmis, 1);
+    vpmu_fake_source_run(c.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 1);
+    ck_assert_uint_eq(c.pmis, 2);
+    ck_assert_int_eq(vpmu_pmu_counter_add(c.pmu, GPC(1), 1), -EINVAL);
+    ck_assert_int_eq(vpmu_pmu_counter_add(c.pmu, GPC(8), 1), -ENOENT);
+    ck_assert_uint_eq(rd(&c, PMC(1)), 0);
+    core_fini(&c);
+}
+END_TEST
+
+/*
  * The plain-event rule is the core's, not the source's: on the recording
  * source, which accepts EDGE/INV/CMASK, such counters count (state
  * COUNTING) but get no emulated instructions or branches.
@@ -2168,6 +2208,7 @@ static Suite *core_suite(void)
 
     tc = tcase_create("reuse");
     tcase_add_test(tc, test_reuse);
+    tcase_add_test(tc, test_counter_add);
     tcase_add_loop_test(tc, test_no_update, 0, (int)ARRAY_SIZE(noupdate_cases));
     suite_add_tcase(s, tc);
 

@@ -292,6 +292,23 @@ VPMU_API void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl,
                                            bool branch);
 
 /**
+ * vpmu_pmu_counter_add() - add @n events counter @id's source missed.
+ * @id: VPMU_COUNTER_GP(i) or VPMU_COUNTER_FIXED_ID(i).
+ * @n: how many.
+ *
+ * For a front end that learns of events its source could not see: under
+ * KVM, the instructions KVM retires itself (CPUID, HLT, port I/O, MSRs
+ * outside the PMU), which never retire in guest mode, so an exclude_host
+ * host event misses them; KVM's own PMCs count them (docs/kvm.md).  They
+ * are added as counted now, after what the source counted so far; a sum
+ * past the counter's width overflows it as the source's events would.
+ * Counted in VpmuStats.emulated.
+ * Return: 0; -ENOENT for no such counter; -EINVAL if it is not counting;
+ * -EIO if reading its source failed (the counter is degraded).
+ */
+VPMU_API int vpmu_pmu_counter_add(VpmuPmu *pmu, uint32_t id, uint64_t n);
+
+/**
  * vpmu_pmu_set_guest_mode() - the vCPU entered (@guest) or left SVM guest
  * mode.
  *

@@ -5,6 +5,10 @@
  * each test asserts the exact MSR list and values KVM is given.  The
  * recorder behaves like Linux 6.1's AMD vPMU where it matters: it has no
  * PerfCntrGlobalCtl (a write of 0xC0000301 stops KVM_SET_MSRS there).
+ * It also keeps KVM's PMCs as KVM would, for KVM_GET_MSRS: each holds
+ * what was written last, plus one when KVM retires the served RDMSR or
+ * WRMSR on a live instructions selector with OS (exit_msr()), plus what
+ * guest_user() says KVM's host event and KVM itself counted at CPL 3.
  */
 #include <check.h>
 #include <errno.h>
@@ -42,7 +46,8 @@ typedef struct Rec {
     VpmuKvm *k;
     bool has_global;            /* KVM knows PerfCntrGlobalCtl */
     Call calls[MAX_CALLS];      /* the accepted KVM_SET_MSRS, in order */
-    unsigned ncalls, refused, filters;
+    unsigned ncalls, refused, filters, gets;
+    uint64_t kvm_ctl[6], kvm_ctr[6];    /* KVM's PERF_CTLi, PERF_CTRi */
 } Rec;
 
 static Rec rec;
@@ -61,11 +66,29 @@ static int rec_ioctl(void *opaque, int fd, unsigned long req, void *arg)
         r->filters++;
         return 0;
     }
+    if (req == KVM_GET_MSRS) {
+        r->gets++;
+        for (uint32_t i = 0; i < m->nmsrs; i++) {
+            uint32_t msr = m->entries[i].index;
+
+            ck_assert_msg(msr >= CTR(0) && msr <= CTR(5) && (msr & 1),
+                          "KVM_GET_MSRS of 0x%x", msr);
+            m->entries[i].data = r->kvm_ctr[(msr - CTR(0)) / 2];
+        }
+        return (int)m->nmsrs;
+    }
     ck_assert_msg(req == KVM_SET_MSRS, "unexpected ioctl 0x%lx", req);
     for (uint32_t i = 0; i < m->nmsrs; i++) {
-        if (m->entries[i].index == G_CTL && !r->has_global) {
+        uint32_t msr = m->entries[i].index;
+
+        if (msr == G_CTL && !r->has_global) {
             r->refused++;
             return (int)i;  /* KVM_SET_MSRS stops at the unknown MSR */
+        }
+        if (msr >= CTL(0) && msr <= CTR(5)) {
+            uint64_t *reg = (msr & 1) ? r->kvm_ctr : r->kvm_ctl;
+
+            reg[(msr - CTL(0)) / 2] = m->entries[i].data;
         }
     }
     ck_assert_uint_lt(r->ncalls, MAX_CALLS);
@@ -105,6 +128,20 @@ static void teardown(void)
     vpmu_fake_source_free(rec.fake);
 }
 
+/* KVM's PMCs that count instructions (C0h, no unit mask) at @cpl. */
+static void kvm_count(unsigned cpl, uint64_t n)
+{
+    uint64_t mode = cpl == 3 ? 1ull << 16 : 1ull << 17;  /* USR, OS */
+
+    for (unsigned i = 0; i < 6; i++) {
+        if ((rec.kvm_ctl[i] & (1ull << 22)) && (rec.kvm_ctl[i] & mode) &&
+            (rec.kvm_ctl[i] & 0xF0000FFFFull) == 0xC0) {
+            rec.kvm_ctr[i] = (rec.kvm_ctr[i] + n) & ((1ull << 48) - 1);
+        }
+    }
+}
+
+/* The served MSR access, then KVM_RUN: KVM retires it at CPL 0. */
 static void exit_msr(uint32_t reason, uint32_t msr, uint64_t data)
 {
     rec.run.exit_reason = reason;
@@ -113,6 +150,18 @@ static void exit_msr(uint32_t reason, uint32_t msr, uint64_t data)
     ck_assert_int_eq(vpmu_kvm_handle_msr_exit(rec.k), 0);
     ck_assert_uint_eq(rec.run.msr.error, 0);
     ck_assert_int_eq(vpmu_kvm_service(rec.k), 0);
+    kvm_count(0, 1);
+}
+
+/*
+ * The guest runs @n instructions at CPL 3 in guest mode (vpmu's and
+ * KVM's host events both count them) and @emul more that KVM retires
+ * itself (CPUID: only KVM's PMCs count them).
+ */
+static void guest_user(uint64_t n, uint64_t emul)
+{
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, n);
+    kvm_count(3, n + emul);
 }
 
 /* Call @c is exactly {msr, value} pairs @want[0..n). */
@@ -281,6 +330,75 @@ START_TEST(live_budget)
 END_TEST
 
 /*
+ * Issue 24: a static glibc program runs 36 CPUIDs at CPL 3 before main();
+ * KVM retires them itself, so only KVM's live PMC counts them.  perf's
+ * instructions:u (EN|USR, no INT): 1000 instructions in guest mode and
+ * the 36.  The WRMSR that stops the counter first takes the 36 from KVM's
+ * PMC (1036 there, 1000 in vpmu), then writes 1036 back; RDMSR and the
+ * guest's RDPMC (KVM's PMC) both read 1036, as under KVM's own vPMU.
+ */
+START_TEST(live_kvm_retired_user)
+{
+    static const uint64_t stop[][2] = { { CTL(0), 0 }, { CTR(0), 1036 } };
+    VpmuStats ps;
+
+    setup_mode(VPMU_KVM_RDPMC_LIVE, false);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_USR);
+    ck_assert_uint_eq(rec.kvm_ctr[0], 0);
+    guest_user(1000, 36);
+    ck_assert_uint_eq(rec.kvm_ctr[0], 1036);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), 0);
+    ck_assert_uint_eq(rec.ncalls, 2);
+    expect_call(1, stop, 2);
+    ck_assert_uint_eq(rec.gets, 1);
+    exit_msr(KVM_EXIT_X86_RDMSR, CTR(0), 0);
+    ck_assert_uint_eq(rec.run.msr.data, 1036);
+    ck_assert_uint_eq(rec.gets, 1);         /* stopped: nothing to take */
+    vpmu_pmu_stats(vpmu_kvm_pmu(rec.k), &ps);
+    ck_assert_uint_eq(ps.emulated, 36);
+}
+END_TEST
+
+/*
+ * USR+OS: the served exits count on both sides and cancel out.  Enabled
+ * at 1 (the enabling WRMSR; KVM's PMC gets 0 and counts it on retiring
+ * it).  100 + 5 (KVM): an RDMSR of the counter first takes the 5 and
+ * reads 106, then counts itself (107, KVM's too).  10 + 2 more: the
+ * selector change to USR only takes the 2 before the write (119), which
+ * CPL 0 no longer counts; KVM gets 119.  Then KVM's host event loses 30
+ * of 40 (its counter taken): KVM's PMC gained less than vpmu, nothing is
+ * added and the guest reads vpmu's 159.
+ */
+START_TEST(live_kvm_retired_exits)
+{
+    static const uint64_t usr[][2] = {
+        { CTL(0), INSNS_USR }, { CTR(0), 119 },
+    };
+
+    setup_mode(VPMU_KVM_RDPMC_LIVE, false);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL);
+    ck_assert_uint_eq(rec.kvm_ctr[0], 1);
+    guest_user(100, 5);
+    exit_msr(KVM_EXIT_X86_RDMSR, CTR(0), 0);
+    ck_assert_uint_eq(rec.run.msr.data, 106);
+    ck_assert_uint_eq(rec.kvm_ctr[0], 107);
+    guest_user(10, 2);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_USR);
+    ck_assert_uint_eq(rec.ncalls, 2);
+    expect_call(1, usr, 2);
+    ck_assert_uint_eq(rec.kvm_ctr[0], 119);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 40);
+    kvm_count(3, 10);
+    exit_msr(KVM_EXIT_X86_RDMSR, CTR(0), 0);
+    ck_assert_uint_eq(rec.run.msr.data, 159);
+    /* From 159 and 129 on: 7 more in KVM alone count again. */
+    guest_user(3, 7);
+    exit_msr(KVM_EXIT_X86_RDMSR, CTR(0), 0);
+    ck_assert_uint_eq(rec.run.msr.data, 169);
+}
+END_TEST
+
+/*
  * Snapshot mode: the deny-all filter, values only, nothing on enabling,
  * and no correction for the exit (KVM's PMCs do not count).
  */
@@ -307,6 +425,7 @@ START_TEST(snapshot_values_only)
     ck_assert_uint_eq(rec.calls[1].e[0].data, 7);
     exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), 0);      /* still 7 */
     ck_assert_uint_eq(rec.ncalls, 2);
+    ck_assert_uint_eq(rec.gets, 0);     /* KVM's PMCs count nothing */
     /* After a reset or migration KVM's PMCs are unknown: all again. */
     vpmu_kvm_state_changed(rec.k);
     rec.run.exit_reason = KVM_EXIT_IO;
@@ -329,6 +448,8 @@ int main(void)
     tcase_add_test(tc, live_changed_selectors);
     tcase_add_test(tc, live_state_changed);
     tcase_add_test(tc, live_global);
+    tcase_add_test(tc, live_kvm_retired_user);
+    tcase_add_test(tc, live_kvm_retired_exits);
     tcase_add_test(tc, snapshot_values_only);
     suite_add_tcase(s, tc);
     return run_suite(s);

@@ -478,6 +478,29 @@ void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl, bool branch)
     }
 }
 
+int vpmu_pmu_counter_add(VpmuPmu *pmu, uint32_t id, uint64_t n)
+{
+    VpmuCounter *c = vpmu_counter_by_id(pmu, id);
+
+    if (!c) {
+        return -ENOENT;
+    }
+    if (c->state != VPMU_COUNTER_COUNTING) {
+        return -EINVAL;
+    }
+    if (n == 0) {
+        return 0;
+    }
+    /* The source's events come first: an overflow they hold is theirs. */
+    if (!counter_fold(c)) {
+        return -EIO;
+    }
+    c->pmu->stats.emulated += n;
+    counter_advance(c, n);
+    counter_program(c);     /* the period counts from the new value */
+    return 0;
+}
+
 void vpmu_pmu_sync(VpmuPmu *pmu)
 {
     for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {

@@ -21,6 +21,8 @@
 
 #include <linux/kvm.h>
 
+#include <vpmu/perf.h>
+
 #include "kvm-priv.h"
 
 typedef struct MirrorBuf {
@@ -110,6 +112,142 @@ static bool kvm_counts_exit(const VpmuKvm *k, unsigned i,
            (info->control & k->msrs[i].control_os);
 }
 
+static uint64_t counter_width(const VpmuKvm *k, unsigned i)
+{
+    return i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
+                            : (1ull << k->cfg.fixed_width) - 1;
+}
+
+/*
+ * Does KVM count what it retires itself on this counter?  It adds one to
+ * every enabled PMC of the instructions (or branches) event whose CPL
+ * filter matches when it emulates or skips an instruction
+ * (kvm_pmu_trigger_event(), kvm_pmu_instruction_retired() since 6.10;
+ * EDGE, INV and CMASK ignored there; vpmu's core does not count emulated
+ * events on such counters, so they are left out here).
+ */
+static bool kvm_emulates(const VpmuKvm *k, unsigned i,
+                         const VpmuCounterInfo *info)
+{
+    return info->state == VPMU_COUNTER_COUNTING &&
+           (info->event == VPMU_EVENT_INSTRUCTIONS ||
+            info->event == VPMU_EVENT_BRANCHES) &&
+           (i >= k->cfg.nr_gp || !(info->control & VPMU_RAW_MODIFIERS));
+}
+
+/*
+ * The perf source's reads that found an event multiplexed (time running
+ * < enabled): while it grows, vpmu's host events missed guest events
+ * that KVM's pinned ones may have counted, and a difference between the
+ * two is no longer what KVM retired itself.  0 for other sources.
+ */
+static uint64_t source_mux(const VpmuKvm *k)
+{
+    VpmuPerfStats st;
+
+    if (k->opts.source_ops != vpmu_perf_source_ops()) {
+        return 0;
+    }
+    vpmu_perf_source_stats(k->opts.source, &st);
+    return st.multiplexed_reads;
+}
+
+/* A base pair for counter i: KVM's PMC and vpmu's value at one instant. */
+static void set_base(VpmuKvm *k, unsigned i, uint64_t kvm, uint64_t vpmu,
+                     uint64_t mux)
+{
+    k->kvm_base[i] = kvm;
+    k->vpmu_base[i] = vpmu;
+    k->base_mux[i] = mux;
+    k->kvm_base_valid |= 1ull << i;
+}
+
+/*
+ * Instructions KVM retires itself (CPUID, RDPMC, HLT, port I/O, MMIO,
+ * MSRs outside vpmu's filter, ...) exit before they retire in guest mode,
+ * so vpmu's exclude_host host events never see them, and most never
+ * reach userspace either.  KVM's live PMCs count them (kvm_emulates()).
+ * A static glibc program runs a few dozen CPUIDs at CPL 3 before main():
+ * instructions:u 36 below KVM's own vPMU, every run (issue 24).
+ *
+ * So for the counters in @mask whose KVM PMC counts live since a base
+ * pair was taken, read KVM's PMCs (KVM_GET_MSRS; host-initiated reads
+ * bypass the MSR filter): what KVM's PMC gained beyond vpmu's value since
+ * the base is what KVM retired itself, and vpmu adds it to its counter.
+ * Both stand still during an exit (exclude_host), so the two values are
+ * of one instant; an exit in flight that vpmu counted already and KVM
+ * will count on retiring it (kvm_counts_exit()) is taken off vpmu's side.
+ * The difference is only that while both host events count every guest
+ * event: after vpmu's were multiplexed (source_mux()), or when KVM's
+ * gained less (its pinned event lost its counter), nothing is added, and
+ * counting starts again from here.
+ *
+ * Call it before anything that rewrites KVM's PMC (a mirror) or stops
+ * the counter, and before the guest reads it.
+ */
+void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
+{
+    struct {
+        struct kvm_msrs hdr;
+        struct kvm_msr_entry e[MAX_MIRROR];
+    } b;
+    VpmuCounterInfo info[MAX_MIRROR];
+    unsigned idx[MAX_MIRROR], n = 0;
+    uint64_t mux;
+    int ret;
+
+    mask &= k->kvm_base_valid;
+    if (!mask || k->opts.rdpmc != VPMU_KVM_RDPMC_LIVE || !k->stats.kvm_pmu) {
+        return;
+    }
+    memset(&b, 0, sizeof(b));
+    for (unsigned i = 0; i < nr_counters(k); i++) {
+        if (!(mask & (1ull << i))) {
+            continue;
+        }
+        /* Reads vpmu's source now: a multiplexed interval shows in mux. */
+        if (vpmu_pmu_counter_info(k->pmu, counter_id(k, i), &info[i]) < 0 ||
+            !kvm_emulates(k, i, &info[i])) {
+            k->kvm_base_valid &= ~(1ull << i);
+            continue;
+        }
+        b.e[n].index = k->msrs[i].counter;
+        idx[n++] = i;
+    }
+    if (n == 0) {
+        return;
+    }
+    b.hdr.nmsrs = n;
+    mux = source_mux(k);
+    ret = vpmu_kvm__ioctl(k, k->opts.vcpu_fd, KVM_GET_MSRS, &b);
+    if (ret != (int)n) {
+        for (unsigned j = 0; j < n; j++) {
+            k->kvm_base_valid &= ~(1ull << idx[j]);
+        }
+        vpmu_logf_once(&k->log, VPMU_KVM_LOG_CATCH_UP,
+                       "vpmu/kvm: reading KVM's PMCs failed: %s (the "
+                       "instructions KVM retires itself are not counted)",
+                       ret < 0 ? strerror(errno) : "stopped at an entry");
+        return;
+    }
+    for (unsigned j = 0; j < n; j++) {
+        unsigned i = idx[j];
+        uint64_t width = counter_width(k, i);
+        uint64_t kvm = b.e[j].data & width;
+        uint64_t vpmu = (info[i].value -
+                         (k->served_exit && kvm_counts_exit(k, i, &info[i])))
+                        & width;
+        uint64_t d = ((kvm - k->kvm_base[i]) - (vpmu - k->vpmu_base[i]))
+                     & width;
+
+        if (d && d <= width >> 1 && mux == k->base_mux[i] &&
+            vpmu_pmu_counter_add(k->pmu, counter_id(k, i), d) == 0) {
+            vpmu = (vpmu + d) & width;
+        }
+        set_base(k, i, kvm, vpmu, mux);
+    }
+}
+
 /* The global control that leaves KVM's per-counter enables in charge. */
 static bool global_ctl(const VpmuKvm *k, uint32_t *msr, uint64_t *val)
 {
@@ -194,7 +332,7 @@ int vpmu_kvm_mirror(VpmuKvm *k)
 int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask)
 {
     VpmuCounterInfo info[MAX_MIRROR];
-    uint64_t ctl[MAX_MIRROR], vals[MAX_MIRROR], written = 0;
+    uint64_t ctl[MAX_MIRROR], vals[MAX_MIRROR], written = 0, mux;
     bool live = k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE, global = false;
     MirrorBuf b;
     unsigned nsel, starved = 0;
@@ -203,9 +341,12 @@ int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask)
     if (!k->stats.kvm_pmu) {
         return -ENODEV;
     }
+    /* What KVM's PMCs counted beyond vpmu's, before they are rewritten. */
+    vpmu_kvm__catch_up(k, ~0ull);
     for (unsigned i = 0; i < nr_counters(k); i++) {
         (void)vpmu_pmu_counter_info(k->pmu, counter_id(k, i), &info[i]);
     }
+    mux = live ? source_mux(k) : 0;
 retry:
     memset(&b, 0, sizeof(b));
     written = 0;
@@ -214,8 +355,7 @@ retry:
     }
     nsel = b.hdr.nmsrs;
     for (unsigned i = 0; i < nr_counters(k); i++) {
-        uint64_t width = i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
-                                          : (1ull << k->cfg.fixed_width) - 1;
+        uint64_t width = counter_width(k, i);
         /* A snapshot (selector 0) does not count the exit. */
         bool exit = live && ctl[i] && kvm_counts_exit(k, i, &info[i]);
         bool sel = live && (!k->kvm_ctl_valid || ctl[i] != k->kvm_ctl[i]);
@@ -242,6 +382,7 @@ retry:
     if (ret < 0) {
         k->kvm_ctl_valid = false;
         k->kvm_val_valid = 0;
+        k->kvm_base_valid = 0;
         return mirror_fail(k, ret);
     }
     k->stats.mirrors++;
@@ -254,6 +395,18 @@ retry:
         k->kvm_val_valid |= written;
     }
     if (live) {
+        /*
+         * A PMC written now holds vpmu's value less the exit in flight,
+         * which KVM adds on retiring it: a base pair.  A snapshot
+         * (selector 0) or a counter KVM adds nothing to has none.
+         */
+        for (unsigned i = 0; i < nr_counters(k); i++) {
+            if (!ctl[i] || !kvm_emulates(k, i, &info[i])) {
+                k->kvm_base_valid &= ~(1ull << i);
+            } else if (written & (1ull << i)) {
+                set_base(k, i, vals[i], vals[i], mux);
+            }
+        }
         k->stats.live_ctl_writes += nsel;
         k->stats.live_starved += starved;
         memcpy(k->kvm_ctl, ctl, sizeof(ctl[0]) * nr_counters(k));

@@ -43,6 +43,16 @@ struct VpmuKvm {
     bool kvm_no_global;         /* KVM refused the global control MSR */
     uint64_t kvm_ctl[MAX_MIRROR];
     /*
+     * Live RDPMC: KVM's PMC and vpmu's value of counter i at one instant
+     * (bit i of kvm_base_valid), neither counting an exit in flight, and
+     * the perf source's multiplexed reads then: what KVM's PMC gained
+     * beyond vpmu since is what KVM retired itself (vpmu_kvm__catch_up()).
+     */
+    uint64_t kvm_base_valid;
+    uint64_t kvm_base[MAX_MIRROR];
+    uint64_t vpmu_base[MAX_MIRROR];
+    uint64_t base_mux[MAX_MIRROR];
+    /*
      * Snapshot RDPMC: the values KVM's PMCs hold (bit i of kvm_val_valid),
      * which do not move with selectors 0: an unchanged one is not written.
      */
@@ -54,6 +64,7 @@ struct VpmuKvm {
 typedef enum VpmuKvmLogKind {
     VPMU_KVM_LOG_MIRROR,        /* KVM_SET_MSRS of a mirror failed */
     VPMU_KVM_LOG_INJECT,        /* a PMI could not be delivered */
+    VPMU_KVM_LOG_CATCH_UP,      /* KVM_GET_MSRS of KVM's PMCs failed */
 } VpmuKvmLogKind;
 
 /* opts.ioctl (tests replay KVM with it) or the system's. */
@@ -69,5 +80,6 @@ static inline int vpmu_kvm__ioctl(const VpmuKvm *k, int fd, unsigned long req,
 /* kvm-mirror.c */
 void vpmu_kvm__mirror_if_any(VpmuKvm *k);
 int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask);
+void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask);
 
 #endif /* VPMU_KVM_PRIV_H */

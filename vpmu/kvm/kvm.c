@@ -320,7 +320,14 @@ static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
 {
     VpmuMsrInfo info;
     uint64_t val = 0;
-    int ret = vpmu_pmu_rdmsr(k->pmu, run->msr.index, &val);
+    int ret;
+
+    /* The value read includes what KVM retired itself (kvm-mirror.c). */
+    if (vpmu_pmu_msr_info(k->pmu, run->msr.index, &info) == 0 &&
+        info.cls == VPMU_MSR_CLASS_COUNTER) {
+        vpmu_kvm__catch_up(k, info.counters);
+    }
+    ret = vpmu_pmu_rdmsr(k->pmu, run->msr.index, &val);
 
     if (ret == -ENOENT) {
         return ret;
@@ -352,6 +359,14 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
     /* Before the write: a control's old value (no source access). */
     if (vpmu_pmu_msr_info(k->pmu, msr, &info) < 0) {
         info.cls = 0;
+    }
+    /*
+     * What KVM's PMCs retired themselves goes to the counters a control
+     * write concerns while they still count: one it stops takes nothing
+     * afterwards (kvm-mirror.c).
+     */
+    if (info.cls == VPMU_MSR_CLASS_CONTROL && info.value != val) {
+        vpmu_kvm__catch_up(k, info.counters);
     }
     ret = vpmu_pmu_wrmsr(k->pmu, msr, val);
     if (ret == -ENOENT) {
@@ -438,6 +453,7 @@ void vpmu_kvm_state_changed(VpmuKvm *k)
     k->mirror_requested = true;
     k->kvm_ctl_valid = false;
     k->kvm_val_valid = 0;
+    k->kvm_base_valid = 0;
 }
 
 int vpmu_kvm_service(VpmuKvm *k)
