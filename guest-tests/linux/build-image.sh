@@ -206,6 +206,12 @@ build_wl loop.S loop_1000M 1000000000   # stat-exact under L1 (vpmu.l1cycles=1)
 build_wl sys.S sys_100k 100000
 build_wl until.S until 200000000   # migrate-kvm (nested): 4e8 instructions a chunk
 build_wl hot.S hot 5000000
+build_wl cpuid.S cpuid_1k 1000   # stat-exact: CPUIDs at CPL 3 (KVM retires them)
+# cloop: a static glibc program (stat-exact; its start-up runs CPUIDs).
+for n in 1 2; do
+    gcc -O1 -static -no-pie -Wl,--build-id=none -DN=${n}000000 \
+        -o "$root/vpmu/bin/cloop_${n}M" "$wl/cloop.c"
+done
 # true as SCHED_FIFO, first in PATH for perf test's exit-events test (tests/perf-test.sh)
 mkdir -p "$root/vpmu/fifobin"
 build_wl fifo-true.S ../fifobin/true 0

@@ -7,6 +7,13 @@
 #     repeated runs; instructions:k is non-zero.
 #   sys_100k (workloads/sys.S, N getppid calls): instructions:u = 4N+4
 #     and branches:u = 2N+1, exactly.
+#   cpuid_1k (workloads/cpuid.S, N CPUIDs at CPL 3): instructions:u = 4N+4
+#     and branches:u = N+1, exactly (under KVM, KVM retires each CPUID
+#     itself).
+#   cloop_1M, cloop_2M (workloads/cloop.c, a loop in a static glibc
+#     program, run with an empty environment): the counts are printed
+#     (guest-tests/nested compares them across L2's PMUs: glibc's start-up
+#     runs CPUIDs), and cloop_2M - cloop_1M is exactly 2N and N.
 #   instructions and branches (kernel and user) of sys_100k (three runs):
 #     at least the user counts; printed with the timer interrupts in each
 #     run ("ku run R: ... ticks=T") for guest-tests/nested, which compares
@@ -32,7 +39,7 @@
 #   cycles:k of loop_1M is non-zero, and the TSC check is skipped.
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
-plan 15
+plan 18
 
 # pmu-cycles=insns: the four cycle checks.
 insn_cycles() {
@@ -91,6 +98,31 @@ check "loop_1M: three more runs give the same exact counts" [ $same = 1 ]
 
 n=100000
 exact_u sys_100k $((4 * n + 4)) 4N+4 $((2 * n + 1)) 2N+1
+
+n=1000
+exact_u cpuid_1k $((4 * n + 4)) 4N+4 $((n + 1)) N+1
+
+# glibc_u W: perf stat -e instructions:u,branches:u of W with an empty
+# environment (glibc's start-up reads it); sets $i and $b.
+glibc_u() {
+    env -i PATH="$PATH" perf stat -x, -o s.csv -e instructions:u,branches:u \
+        -- "$BIN/$1" 2>pstat.err
+    [ ! -s pstat.err ] || diag_file pstat.err 5
+    i=$(count s.csv instructions:u)
+    b=$(count s.csv branches:u)
+    diag "$1: instructions:u=$i branches:u=$b (static glibc)"
+}
+glibc_u cloop_1M
+i1=$i b1=$b
+glibc_u cloop_2M
+n=1000000
+same=0
+if is_int "$i" && is_int "$i1" && is_int "$b" && is_int "$b1"; then
+    diag "cloop_2M - cloop_1M: instructions:u $((i - i1)) (2N=$((2 * n))), branches:u $((b - b1)) (N=$n)"
+    { eq $((i - i1)) $((2 * n)) && eq $((b - b1)) $n; } && same=1
+fi
+check "cloop_2M - cloop_1M: instructions:u = 2N, branches:u = N (static glibc)" \
+    [ $same = 1 ]
 
 # Kernel and user: the timer interrupts that fall into each run (a
 # tracepoint, counted in the same window) are printed with the counts, as
