@@ -36,6 +36,10 @@
  * every RDMSR/WRMSR vpmu serves.  vpmu_pmu_wrmsr() counts the WRMSR (the
  * one that enables a counter is counted, the one that disables it is not,
  * as on bare metal); vpmu_kvm_handle_msr_exit() counts a served RDMSR.
+ * What KVM retires itself (CPUID, HLT, port I/O, other MSRs) never
+ * reaches userspace: in live mode vpmu takes it from KVM's PMCs
+ * (KVM_GET_MSRS) before it rewrites them, stops a counter or the guest
+ * reads one (docs/kvm.md).
  *
  * Threading: a VpmuKvm belongs to its vCPU thread.
  */

@@ -103,9 +103,10 @@ n=1000
 exact_u cpuid_1k $((4 * n + 4)) 4N+4 $((n + 1)) N+1
 
 # glibc_u W: perf stat -e instructions:u,branches:u of W with an empty
-# environment (glibc's start-up reads it); sets $i and $b.
+# environment (glibc's start-up reads it; guest-tests/nested's L1 runs
+# the same command line); sets $i and $b.
 glibc_u() {
-    env -i PATH="$PATH" perf stat -x, -o s.csv -e instructions:u,branches:u \
+    env -i PATH=/bin:/usr/bin perf stat -x, -o s.csv -e instructions:u,branches:u \
         -- "$BIN/$1" 2>pstat.err
     [ ! -s pstat.err ] || diag_file pstat.err 5
     i=$(count s.csv instructions:u)
