@@ -251,7 +251,11 @@ fetch_sid() {
     [[ -n $img ]] || { why="sid has no linux-image-amd64 -> linux-image-<ver> dependency"; return 1; }
     ver=$("${ac[@]}" policy "$img" | awk '/Candidate:/ { print $2 }')
     # Newer Debian kernels split the image package: linux-binary-* (vmlinuz)
-    # and linux-modules-* (modules).
+    # and linux-modules-* (modules).  Those must be of the image's own
+    # version (its Depends say "= VER"): kvm-amd.ko loads only into the
+    # build it was made with (module versions).  When sid has moved on for
+    # one of them, the fetch fails with the package named, and L1 falls back
+    # to the guest image's kernel (mediated_na says why).
     deps=$("${ac[@]}" depends "$img" 2>/dev/null |
            sed -n 's/^ *Depends: \(linux-\(binary\|modules\)-[^ ]*\)$/\1/p' | sort -u)
     kdebs=

@@ -17,10 +17,11 @@
 #
 # Environment:
 #   VPMU_CACHE          cache root (default ~/.cache/vpmu)
-#   VPMU_QEMU_VERSION   Debian source version to build (default
-#                       1:10.2.2+ds-1, Debian sid's, which the series in
-#                       qemu-patches/ is for); fetched from bookworm's or
-#                       sid's sources, whichever has it
+#   VPMU_QEMU_VERSION   Debian source version to build (default: one of
+#                       QEMU 10.2, which the series is for: 1:10.2.2+ds-1,
+#                       which it was made on, if cached or still served by
+#                       bookworm's or sid's sources, else the newest 10.2
+#                       they serve; section 2 below)
 #   VPMU_QEMU_PATCHES   the series to apply (default qemu-patches/)
 #   VPMU_QEMU_DISCARD=1 let a series change discard uncommitted edits in the
 #                       cache's src tree (otherwise the script refuses)
@@ -125,6 +126,15 @@ for tool in git meson ninja pkg-config apt-get dpkg-source flock ld objcopy ar r
 done
 
 # ---------------------------------------------------------------- 1. libvpmu
+# One run at a time per cache: two would rewrite libvpmu-prefix under each
+# other (a test's guest-build beside a hand-run make qemu).  The second
+# waits.
+mkdir -p "$CACHE"
+exec 8>"$CACHE/.build-qemu.lock"
+if ! flock -n 8; then
+    log "another build-qemu.sh is running on $CACHE: waiting for it"
+    flock 8
+fi
 t=$SECONDS
 log "libvpmu: static PIC library into ${PREFIX#"$ROOT"/}"
 mkdir -p "$ROOT/build"
@@ -179,28 +189,55 @@ export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH
 log "libvpmu: $(pkg-config --modversion libvpmu), $(elapsed "$t")"
 
 # ---------------------------------------------------------------- 2. source
-# The QEMU the series is for: the newest whose source Debian serves
-# (sid; 11.x was listed but not on the mirror on 2026-11-25).  The
-# firmware stays the installed qemu-system-data's (bookworm's).
-VERSION=${VPMU_QEMU_VERSION:-1:10.2.2+ds-1}
-KEY=${VERSION#*:}               # no epoch: 10.2.2+ds-1
-QDIR=$CACHE/qemu/$KEY
-SRC=$QDIR/src
-BUILD=$QDIR/build
-DL=$QDIR/dl
-STATE=$QDIR/applied-series
-mkdir -p "$QDIR"
+# The QEMU the series is for: 10.2, whose source Debian serves in sid.  The
+# series was made on SERIES_VERSION; another Debian revision or 10.2.x
+# release is taken when sid no longer has it (Debian's archive moves; git
+# am --3way says so clearly if the series does not apply to it).  Order:
+# VPMU_QEMU_VERSION if set; else a source already in the cache
+# (SERIES_VERSION first, then the newest 10.2), asking apt nothing; else
+# what sid's deb-src index lists (scripts/debpick.py source: SERIES_VERSION
+# first, then the newest 10.2), each tried in turn, since an index can list
+# files the mirror no longer has.  The firmware stays the installed
+# qemu-system-data's (bookworm's).
+SERIES=10.2
+SERIES_VERSION=1:10.2.2+ds-1
+APTDIR=$CACHE/srcapt
+APT_OPTS=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$APTDIR/sources"
+          -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache=$APTDIR/cache")
+APT=(apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root)
 
-# One run at a time per QEMU version (src, build and applied-series).
-exec 9>"$QDIR/.lock"
-flock -n 9 || die "another build-qemu.sh is using $QDIR"
+# key VERSION: the cache directory's name (no epoch: 10.2.2+ds-1).
+key() { printf '%s\n' "${1#*:}"; }
 
-DSC=$DL/qemu_${KEY}.dsc
-if [ ! -f "$DSC" ]; then
+# cached_versions: the 10.2 sources in the cache, SERIES_VERSION first,
+# then the newest.
+cached_versions() {
+    local d v all=()
+    for d in "$CACHE"/qemu/*/dl/qemu_*.dsc; do
+        [ -f "$d" ] || continue
+        v=$(sed -n 's/^Version: *//p' "$d" | head -n1)
+        case ${v#*:} in "$SERIES".*) all+=("$v") ;; esac
+    done
+    [ ${#all[@]} -gt 0 ] || return 0
+    printf '%s\n' "${all[@]}" | grep -Fx -- "$SERIES_VERSION" || true
+    printf '%s\n' "${all[@]}" | grep -Fvx -- "$SERIES_VERSION" | sort -rV || true
+}
+
+# fetch_source VERSION: apt-get source --download-only into its cache
+# directory; status 1 (log kept) if apt cannot.
+fetch_source() {
+    local qdir=$CACHE/qemu/$(key "$1")
+    mkdir -p "$qdir/dl"
+    (cd "$qdir/dl" && "${APT[@]}" source --download-only "qemu=$1") >>"$qdir/fetch.log" 2>&1 &&
+        [ -f "$qdir/dl/qemu_$(key "$1").dsc" ]
+}
+
+VERSION=${VPMU_QEMU_VERSION:-}
+[ -n "$VERSION" ] || VERSION=$(cached_versions | head -n1)
+if [ -z "$VERSION" ] || [ ! -f "$CACHE/qemu/$(key "$VERSION")/dl/qemu_$(key "$VERSION").dsc" ]; then
     t=$SECONDS
-    log "fetching the Debian source of qemu $VERSION (apt-get source, private lists in $CACHE/srcapt)"
-    APTDIR=$CACHE/srcapt
-    mkdir -p "$APTDIR/sources" "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$DL"
+    log "fetching a Debian source of qemu $SERIES (apt-get source, private lists in $APTDIR)"
+    mkdir -p "$APTDIR/sources" "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial"
     rm -f "$APTDIR/sources/"*
     if [ -f /etc/apt/sources.list.d/debian.sources ]; then
         sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
@@ -211,16 +248,36 @@ if [ ! -f "$DSC" ]; then
     fi
     # A newer QEMU than the release's comes from sid's sources.
     printf 'deb-src http://deb.debian.org/debian sid main\n' >"$APTDIR/sources/sid.list"
-    APT=(apt-get -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$APTDIR/sources"
-         -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache=$APTDIR/cache"
-         -o APT::Sandbox::User=root)
-    "${APT[@]}" update >"$QDIR/fetch.log" 2>&1 ||
-        { show_fail "$QDIR/fetch.log"; die "apt-get update (deb-src) failed"; }
-    (cd "$DL" && "${APT[@]}" source --download-only "qemu=$VERSION") >>"$QDIR/fetch.log" 2>&1 ||
-        { show_fail "$QDIR/fetch.log"; die "apt-get source qemu=$VERSION failed"; }
-    [ -f "$DSC" ] || die "apt-get source did not produce $DSC"
-    log "fetched into ${DL}, $(elapsed "$t")"
+    "${APT[@]}" update >"$CACHE/srcapt.log" 2>&1 ||
+        { show_fail "$CACHE/srcapt.log"; die "apt-get update (deb-src) failed"; }
+    if [ -n "${VPMU_QEMU_VERSION:-}" ]; then
+        versions=$VPMU_QEMU_VERSION
+    else
+        versions=$(python3 scripts/debpick.py "${APT_OPTS[@]}" source qemu "$SERIES" \
+                   --prefer "$SERIES_VERSION" 2>&1) || die "${versions#debpick: error: }"
+    fi
+    VERSION=
+    for v in $versions; do
+        if fetch_source "$v"; then VERSION=$v; break; fi
+        log "apt-get source qemu=$v failed (log: $CACHE/qemu/$(key "$v")/fetch.log)"
+    done
+    [ -n "$VERSION" ] || die "no Debian source of qemu $SERIES could be fetched (tried: $(echo $versions))"
+    log "fetched qemu $VERSION, $(elapsed "$t")"
 fi
+[ "$VERSION" = "$SERIES_VERSION" ] ||
+    log "note: qemu $VERSION, not $SERIES_VERSION that the series was made on"
+KEY=$(key "$VERSION")
+QDIR=$CACHE/qemu/$KEY
+SRC=$QDIR/src
+BUILD=$QDIR/build
+DL=$QDIR/dl
+STATE=$QDIR/applied-series
+DSC=$DL/qemu_${KEY}.dsc
+mkdir -p "$QDIR"
+
+# One run at a time per QEMU version (src, build and applied-series).
+exec 9>"$QDIR/.lock"
+flock -n 9 || die "another build-qemu.sh is using $QDIR"
 
 if ! git -C "$SRC" rev-parse -q --verify 'refs/tags/debian-pristine^{commit}' >/dev/null 2>&1; then
     t=$SECONDS

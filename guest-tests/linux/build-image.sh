@@ -11,9 +11,13 @@
 # Usage: build-image.sh [OUT]     (OUT defaults to build/guest in the repository)
 #
 # Downloads are cached in ${VPMU_CACHE:-$HOME/.cache/vpmu}/debs; a second run
-# downloads nothing.  Overrides: VPMU_PERF_VERSION (the linux-perf version;
-# default: apt's candidate) and VPMU_KERNEL_PKG (default: the
-# linux-image-6.1.0-N-amd64 built from the same source version as linux-perf).
+# downloads nothing.  The kernel and linux-perf are chosen by
+# scripts/debpick.py (the same upstream series; the choice is printed, and
+# recorded in OUT/packages.txt and in the image as /vpmu/packages.txt, which
+# the guest prints at boot).  Overrides: VPMU_PERF_VERSION (the linux-perf
+# version; default: apt's candidate), VPMU_KERNEL_PKG (e.g.
+# linux-image-6.1.0-56-amd64; default: debpick's choice), VPMU_REFRESH=1
+# (ask apt rather than take the cached .debs).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -40,39 +44,36 @@ root=$work/root     # the initramfs tree
 # shellcheck source=debs.sh
 . "$here/debs.sh"
 
-# --- kernel and perf: the same source version ----------------------------
-# Without VPMU_PERF_VERSION, a cached linux-perf and kernel pair wins over
-# asking apt (apt-cache takes seconds per query); VPMU_REFRESH=1 asks apt.
-perf_ver=${VPMU_PERF_VERSION:-}
-deb=$(cached linux-perf)
-if [[ -z $perf_ver && -n $deb ]]; then
-    perf_ver=$(dpkg-deb -f "$deb" Version)
+# --- kernel and perf: one upstream series ---------------------------------
+# scripts/debpick.py chooses them (what must match, and why, is said there):
+# first among the cached .debs, asking apt nothing (VPMU_REFRESH=1 skips
+# that), else from apt's lists; if apt cannot download its choice (lists
+# older than the archive), once more after apt-get update.
+pick=(python3 "$here/../../scripts/debpick.py" kernel
+      ${VPMU_PERF_VERSION:+--perf "$VPMU_PERF_VERSION"}
+      ${VPMU_KERNEL_PKG:+--kernel "$VPMU_KERNEL_PKG"})
+command -v python3 >/dev/null || die "python3 is missing (apt-get install python3)"
+sel= why=
+if [[ ${VPMU_REFRESH:-0} != 1 ]]; then
+    sel=$("${pick[@]}" --cached "$cache" 2>"$work/pick.err") || sel=
 fi
-[[ -n $perf_ver ]] || perf_ver=$(candidate linux-perf)
-[[ -n $perf_ver && $perf_ver != "(none)" ]] || die "linux-perf is not in the apt lists"
-kpkg=${VPMU_KERNEL_PKG:-}
-if [[ -z $kpkg && ${VPMU_REFRESH:-0} != 1 ]]; then
-    deb=$(compgen -G "$cache/linux-image-6.1.0-*-amd64_${perf_ver//:/%3a}_amd64.deb" |
-          head -n1 || true)
-    [[ -z $deb ]] || kpkg=$(dpkg-deb -f "$deb" Package)
-fi
-if [[ -z $kpkg ]]; then
-    kpkg=$(apt-cache show --no-all-versions "linux-image-amd64=$perf_ver" 2>/dev/null |
-           grep -o 'linux-image-6\.1\.0-[0-9]*-amd64' | head -n1 || true)
-fi
-if [[ -z $kpkg ]]; then
-    # No metapackage at that version: look for the ABI package itself.
-    for p in $(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' |
-               awk '{ print $1 }' | sort -rV); do
-        if apt-cache show "$p=$perf_ver" >/dev/null 2>&1; then kpkg=$p; break; fi
-    done
-fi
-[[ -n $kpkg ]] || die "no linux-image-6.1.0-*-amd64 at version $perf_ver (set VPMU_KERNEL_PKG)"
-log "kernel $kpkg, linux-perf $perf_ver"
-
+kdeb= pdeb=
+for attempt in 1 2; do
+    if [[ -z $sel ]]; then
+        sel=$("${pick[@]}" 2>"$work/pick.err") || die "$(sed 's/^debpick: error: //' "$work/pick.err")"
+    fi
+    why=$(sed -n 's/^debpick: //p' "$work/pick.err")
+    read -r kpkg kver perf_ver <<<"$sel"
+    if kdeb=$(fetch_try "$kpkg" "$kver") && pdeb=$(fetch_try linux-perf "$perf_ver"); then
+        break
+    fi
+    [[ $attempt == 1 ]] && apt_update_once ||
+        die "cannot download $kpkg=$kver or linux-perf=$perf_ver (see apt-cache policy)"
+    sel=
+done
+log "$why"
 # Unpacking the kernel package takes a while (the modules); keep the
 # vmlinuz next to the .deb.
-kdeb=$(fetch "$kpkg" "$perf_ver")
 kcache=${kdeb%.deb}.vmlinuz
 if [[ ! -f $kcache ]]; then
     mkdir -p "$work/kernel"
@@ -103,7 +104,7 @@ else
     log "no vmlinux (needs xz and an xz-compressed vmlinuz); vmlinuz only"
 fi
 
-stage_pkg linux-perf "$perf_ver"
+stage_pkg linux-perf "$perf_ver"   # pdeb, cached above
 # Current bookworm (6.1.192) ships the real binary as /usr/bin/perf; older
 # packages had a wrapper there that runs perf_<major.minor>.
 perf_bin=$stage/usr/bin/perf_6.1
@@ -238,7 +239,9 @@ fi
 for deb in "${staged[@]}"; do
     dpkg-deb -f "$deb" Package Version | sed 's/^[^:]*: //' | paste -sd' '
 done | sort >"$out/packages.txt"
-echo "$kpkg $perf_ver (vmlinuz only)" >>"$out/packages.txt"
+# The kernel last, as build-l1.sh and kselftest/build.sh read it.
+{ echo "# $why"; echo "$kpkg $kver (vmlinuz only)"; } >>"$out/packages.txt"
+cp "$out/packages.txt" "$root/vpmu/packages.txt"
 
 (cd "$root" && find . -print0 | LC_ALL=C sort -z |
     cpio --null -o -H newc -R 0:0 --quiet) | gzip -n >"$out/initramfs.cpio.gz"

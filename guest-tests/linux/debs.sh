@@ -21,32 +21,51 @@ lib_depends() {
 # As root, apt downloads as _apt, which cannot write to a cache in $HOME.
 apt_dl=(apt-get download -q)
 [[ $(id -u) != 0 ]] || apt_dl+=(-o APT::Sandbox::User=root)
-# fetch NAME [VERSION]: print the path of NAME_VERSION_amd64.deb in the cache,
-# downloading it first if it is not there.
-fetch() {
+
+# apt_update_once: refresh the system's apt lists, once per build (status 1
+# if this build did so already).  Lists that are days old name versions
+# the archive has dropped since (bookworm-security keeps one of each).
+apt_update_once() {
+    [[ ! -e $work/apt-updated ]] || return 1
+    log "apt's lists may be stale: running apt-get update once"
+    touch "$work/apt-updated"
+    apt-get update -q >&2 || die "apt-get update failed"
+}
+
+# fetch_try NAME [VERSION]: print the path of NAME_VERSION_*.deb in the
+# cache, downloading it first if it is not there; status 1 if apt cannot.
+# Without VERSION: the newest cached NAME (cached), else apt's candidate,
+# asked again after an apt-get update.
+fetch_try() {
     local name=$1 ver=${2:-} deb
     if [[ -z $ver ]]; then
         deb=$(cached "$name")
         [[ -n $deb ]] && { printf '%s\n' "$deb"; return 0; }
         ver=$(candidate "$name")
     fi
-    [[ -n $ver && $ver != "(none)" ]] || die "no installable version of $name"
-    deb=$cache/${name}_${ver//:/%3a}_amd64.deb
-    [[ -f $deb ]] || deb=$cache/${name}_${ver//:/%3a}_all.deb
-    if [[ ! -f $deb ]]; then
+    deb=$(compgen -G "$cache/${name}_${ver//:/%3a}_*.deb" | head -n1 || true)
+    [[ -z $deb ]] || { printf '%s\n' "$deb"; return 0; }
+    if [[ -n $ver && $ver != "(none)" ]]; then
         log "downloading $name $ver"
-        if ! (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2); then
-            [[ ! -e $work/apt-updated ]] || die "cannot download $name=$ver"
-            log "download failed; running apt-get update once"
-            touch "$work/apt-updated"
-            apt-get update -q >&2 || die "apt-get update failed"
-            (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2) ||
-                die "cannot download $name=$ver"
-        fi
-        deb=$(compgen -G "$cache/${name}_${ver//:/%3a}_*.deb" | head -n1) ||
-            die "apt-get download left no .deb for $name"
+        (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2) || ver=
+    else
+        ver=
     fi
+    if [[ -z $ver ]]; then
+        # A pinned version is the caller's to choose again (debpick.py).
+        [[ -z ${2:-} ]] && apt_update_once || return 1
+        ver=$(candidate "$name")
+        [[ -n $ver && $ver != "(none)" ]] || return 1
+        log "downloading $name $ver"
+        (cd "$cache" && "${apt_dl[@]}" "$name=$ver" >&2) || return 1
+    fi
+    deb=$(compgen -G "$cache/${name}_${ver//:/%3a}_*.deb" | head -n1) || return 1
     printf '%s\n' "$deb"
+}
+
+# fetch NAME [VERSION]: fetch_try, or stop the build naming the package.
+fetch() {
+    fetch_try "$@" || die "cannot download $1${2:+=$2} (apt-cache policy $1)"
 }
 
 declare -A staged=()
