@@ -219,13 +219,15 @@ static const CatalogueCase amd_catalogue[] = {
 };
 
 /*
- * CPU clocks not halted (PPR: PMCx076) on two counters at CPL 0, started
- * by one GLOBAL_CTL write on PerfMonV2; before it, one counter started
- * by its own PERF_CTL.
+ * CPU clocks not halted (PPR: PMCx076) on two counters at the CPLs of
+ * @cpl (CYC_OS, CYC_USR), started by one GLOBAL_CTL write on PerfMonV2;
+ * before it, one counter started by its own PERF_CTL.
  */
-static void amd_cycles_counters(CyclesCounters *cc)
+static void amd_cycles_counters(CyclesCounters *cc, unsigned cpl)
 {
-    uint64_t sel = AMD_EVT_CYCLES | AMD_CTL_OS | AMD_CTL_EN;
+    uint64_t sel = AMD_EVT_CYCLES | AMD_CTL_EN |
+                   (cpl & CYC_OS ? AMD_CTL_OS : 0) |
+                   (cpl & CYC_USR ? AMD_CTL_USR : 0);
 
     *cc = (CyclesCounters){ .global_ctrl = amd_ctl(0), .enable = sel };
     amd_quiesce();
@@ -236,12 +238,13 @@ static void amd_cycles_counters(CyclesCounters *cc)
         for (unsigned i = 0; i < 2 && i < amd.nr_gp; i++) {
             wrmsr_safe(amd_ctl(i), sel);
             cycles_add(cc, i ? "CTR1 cycles (0x76)" : "CTR0 cycles (0x76)",
-                       amd_ctr(i), i);
+                       amd_ctr(i), i, i);
         }
     } else {
         cc->n = 1;
         cc->name[0] = "CTR0 cycles (0x76)";
         cc->ctr[0] = amd_ctr(0);
+        cc->pmc[0] = 0;
     }
 }
 
@@ -249,8 +252,12 @@ static void amd_check_cycles(void)
 {
     CyclesCounters cc;
 
-    amd_cycles_counters(&cc);
+    amd_cycles_counters(&cc, CYC_OS);
     check_cycles(&cc);
+    amd_cycles_counters(&cc, CYC_USR);
+    check_cycles_cpl(&cc, CYC_USR);
+    amd_cycles_counters(&cc, CYC_OS);
+    check_cycles_cpl(&cc, CYC_OS);
     amd_quiesce();
 }
 
@@ -264,7 +271,7 @@ void payload_main(void)
     if (cmdline_u64("spin", 0)) {
         CyclesCounters cc;
 
-        amd_cycles_counters(&cc);
+        amd_cycles_counters(&cc, CYC_OS);
         cycles_spin(&cc, cmdline_u64("spin", 0));
         return;
     }

@@ -1,6 +1,6 @@
 /*
  * Entry of the bare-metal PMU test payloads: multiboot v1 header, our own
- * flat GDT, a stack, and 256 interrupt stubs that funnel into trap() in C.
+ * flat GDT (CPL 0 and CPL 3 segments, a TSS slot), a stack, and 256 interrupt stubs that funnel into trap() in C.
  *
  * QEMU's multiboot loader (-kernel) enters _start in 32-bit protected mode,
  * paging off, interrupts off, EAX = 0x2BADB002 and EBX = the multiboot
@@ -81,12 +81,17 @@ trap_common:
     add $8, %esp
     iret
 
-    .section .rodata
+    /* Writable: user.c fills in the TSS descriptor. */
+    .data
     .balign 8
+    .globl gdt
 gdt:
     .quad 0                     /* null */
     .quad 0x00CF9A000000FFFF    /* 0x08: code, base 0, limit 4 GiB, DPL 0 */
     .quad 0x00CF92000000FFFF    /* 0x10: data, base 0, limit 4 GiB, DPL 0 */
+    .quad 0x00CFFA000000FFFF    /* 0x18: code, base 0, limit 4 GiB, DPL 3 */
+    .quad 0x00CFF2000000FFFF    /* 0x20: data, base 0, limit 4 GiB, DPL 3 */
+    .quad 0                     /* 0x28: the TSS (user.c) */
 gdt_end:
 gdt_desc:
     .word gdt_end - gdt - 1

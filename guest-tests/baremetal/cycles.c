@@ -27,10 +27,11 @@ static uint64_t rdtsc(void)
 }
 
 void cycles_add(CyclesCounters *cc, const char *name, uint32_t ctr,
-                unsigned bit)
+                uint32_t pmc, unsigned bit)
 {
     if (cc->n < CYCLES_MAX_CTRS) {
         cc->name[cc->n] = name;
+        cc->pmc[cc->n] = pmc;
         cc->ctr[cc->n++] = ctr;
         cc->enable |= bit64(bit);
     }
@@ -77,6 +78,97 @@ void check_cycles(const CyclesCounters *cc)
     }
 }
 
+static void zero_counters(const CyclesCounters *cc)
+{
+    for (unsigned i = 0; i < cc->n; i++) {
+        wrmsr_safe(cc->ctr[i], 0);
+    }
+}
+
+/*
+ * The CPL 0 loop: 2 * CYC_N + 5 instructions, the enabling WRMSR
+ * included (runtime.h).  A USR counter does not move in any mode.
+ */
+static void cpl0_section(const CyclesCounters *cc, bool usr, bool insns)
+{
+    uint64_t v;
+    int vec;
+
+    zero_counters(cc);
+    vec = measure_loop(cc->global_ctrl, cc->enable, cc->global_ctrl, CYC_N);
+    for (unsigned i = 0; i < cc->n; i++) {
+        rdmsr_safe(cc->ctr[i], &v);
+        if (usr) {
+            tap_check(v == 0 && !vec, "%s, USR only: a CPL 0 loop counts "
+                      "nothing: %llu", cc->name[i], v);
+        } else if (insns) {
+            tap_check(v == CYC_INSNS && !vec, "%s, OS only: a CPL 0 loop "
+                      "counts its %u instructions: %llu", cc->name[i],
+                      CYC_INSNS, v);
+        } else {
+            tap_check(v >= CYC_MIN && v <= CYC_MAX && !vec, "%s, OS only: "
+                      "a CPL 0 loop, within %u..%u: %llu", cc->name[i],
+                      CYC_MIN, CYC_MAX, v);
+        }
+    }
+}
+
+/*
+ * The CPL 3 loop, read at CPL 3 by RDPMC of counter @i around it
+ * (runtime.h, measure_user: 2 * CYC_N + 5 instructions between the
+ * reads, 2 * CYC_N + 10 at CPL 3 in all, 18 at CPL 0).  An OS counter
+ * does not move between the reads in any mode.
+ */
+static void cpl3_section(const CyclesCounters *cc, unsigned i, bool usr,
+                         bool insns)
+{
+    UserRead u = { .pmc = cc->pmc[i], .n = CYC_N };
+    uint64_t v, d;
+    int vec;
+
+    zero_counters(cc);
+    vec = measure_user(cc->global_ctrl, cc->enable, cc->global_ctrl, &u);
+    rdmsr_safe(cc->ctr[i], &v);
+    d = u.after - u.before;
+    tap_diag("%s, %s, CPL 3 loop: RDPMC %llu then %llu, %llu in all",
+             cc->name[i], usr ? "USR only" : "OS only", u.before, u.after, v);
+    if (!usr) {
+        tap_check(d == 0 && !vec, "%s, OS only: a CPL 3 loop counts "
+                  "nothing between its RDPMCs: %llu", cc->name[i], d);
+        tap_check(insns ? v == USER_KERNEL_INSNS : v > 0, "%s, OS only: the "
+                  "CPL 0 part around a CPL 3 loop: %llu%s", cc->name[i], v,
+                  insns ? ", its 18 instructions" : ", > 0");
+    } else if (insns) {
+        tap_check(d == USER_RDPMC_INSNS(CYC_N) && v == USER_INSNS(CYC_N) &&
+                  !vec, "%s, USR only: a CPL 3 loop counts %u instructions "
+                  "between its RDPMCs (%llu), %u in all (%llu)", cc->name[i],
+                  USER_RDPMC_INSNS(CYC_N), d, USER_INSNS(CYC_N), v);
+    } else {
+        tap_check(d >= CYC_MIN && d <= CYC_MAX && v >= d && !vec, "%s, USR "
+                  "only: a CPL 3 loop within %u..%u between its RDPMCs "
+                  "(%llu), no more in all (%llu)", cc->name[i], CYC_MIN,
+                  CYC_MAX, d, v);
+    }
+}
+
+void check_cycles_cpl(const CyclesCounters *cc, unsigned cpl)
+{
+    bool insns = cmdline_u64("insn_cycles", 0), usr = cpl == CYC_USR;
+    UserRead u = { .pmc = cc->pmc[0], .n = CYC_N };
+
+    if (!cc->n) {
+        tap_skip("no cycles counter", "USR/OS cycles checks");
+        return;
+    }
+    /* Both sections translated once before they are counted. */
+    measure_loop(cc->global_ctrl, 0, cc->global_ctrl, CYC_N);
+    measure_user(cc->global_ctrl, 0, cc->global_ctrl, &u);
+    cpl0_section(cc, usr, insns);
+    for (unsigned i = 0; i < cc->n; i++) {
+        cpl3_section(cc, i, usr, insns);
+    }
+}
+
 static void spin(uint32_t n)
 {
     asm volatile("1: dec %0\n"
@@ -86,14 +178,21 @@ static void spin(uint32_t n)
 
 void cycles_spin(const CyclesCounters *cc, uint64_t rounds)
 {
-    uint64_t c, t;
+    uint64_t c[CYCLES_MAX_CTRS] = { 0 }, t;
 
+    for (unsigned i = 0; i < cc->n; i++) {
+        tap_diag("spin counter %u: %s", i, cc->name[i]);
+    }
     wrmsr_safe(cc->global_ctrl, cc->enable);
     for (uint64_t r = 0; r <= rounds; r++) {
         spin(SPIN_N);
         t = rdtsc();
-        rdmsr_safe(cc->ctr[0], &c);
-        tap_diag("spin %llu tsc=%llu cycles=%llu", r, t, c);
+        for (unsigned i = 0; i < cc->n; i++) {
+            rdmsr_safe(cc->ctr[i], &c[i]);
+        }
+        tap_diag("spin %llu tsc=%llu cycles=%llu all=%llu,%llu,%llu,%llu,"
+                 "%llu,%llu", r, t, c[0], c[0], c[1], c[2], c[3], c[4],
+                 c[5]);
     }
     /* Running while the host reads the vCPU thread after the last line. */
     spin(SPIN_N);

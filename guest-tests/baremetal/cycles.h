@@ -20,7 +20,11 @@
 #define CYC_MIN         CYC_N
 #define CYC_MAX         (50 * CYC_N)
 
-#define CYCLES_MAX_CTRS 4
+#define CYCLES_MAX_CTRS 6
+
+/* At which CPLs the vendor programs its cycles counters to count. */
+#define CYC_OS          1u      /* CPL 0 (EVTSEL.OS, FIXED_CTR_CTRL OS) */
+#define CYC_USR         2u      /* CPL 3 */
 
 /* Cycles counters a vendor programmed, all enabled by one write. */
 typedef struct CyclesCounters {
@@ -29,11 +33,15 @@ typedef struct CyclesCounters {
     unsigned n;
     const char *name[CYCLES_MAX_CTRS];
     uint32_t ctr[CYCLES_MAX_CTRS];
+    uint32_t pmc[CYCLES_MAX_CTRS];  /* RDPMC's ECX for each */
 } CyclesCounters;
 
-/* Add counter @ctr (@name) with global enable bit @bit to @cc. */
+/*
+ * Add counter @ctr (@name; RDPMC index @pmc) with global enable bit @bit
+ * to @cc.
+ */
 void cycles_add(CyclesCounters *cc, const char *name, uint32_t ctr,
-                unsigned bit);
+                uint32_t pmc, unsigned bit);
 
 /*
  * Count the loop on every counter of @cc, programmed and globally
@@ -43,11 +51,20 @@ void cycles_add(CyclesCounters *cc, const char *name, uint32_t ctr,
 void check_cycles(const CyclesCounters *cc);
 
 /*
+ * USR/OS: @cc counts at CPL 3 only (@cpl CYC_USR) or at CPL 0 only
+ * (CYC_OS), over a CPL 0 loop (measure_loop) and a CPL 3 loop
+ * (measure_user, once per counter, read by RDPMC at CPL 3 around it).
+ */
+void check_cycles_cpl(const CyclesCounters *cc, unsigned cpl);
+
+/*
  * For guest-tests/load (the multiboot command line says spin=ROUNDS):
- * start the counters, then ROUNDS + 1 times spin for SPIN_N loop rounds
- * and print "# spin R tsc=T cycles=C" (TSC, then the first counter), so
- * that the host can set the cycles the guest counted against the CPU
- * time the kernel gave the vCPU thread over the same rounds.
+ * name the counters ("# spin counter I: NAME"), start them, then
+ * ROUNDS + 1 times spin for SPIN_N loop rounds and print "# spin R tsc=T
+ * cycles=C all=C0,...,C5" (TSC, the first counter, every counter, 0 for
+ * those not there), so that the host can set the cycles the guest counted
+ * against the CPU time the kernel gave the vCPU thread over the same
+ * rounds.
  */
 #define SPIN_N          50000000u
 void cycles_spin(const CyclesCounters *cc, uint64_t rounds);

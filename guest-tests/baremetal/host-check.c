@@ -79,17 +79,20 @@ static void deliver_pmi(void)
 }
 
 /* One event at CPL 0; an instruction is a cycle too. */
+/* The CPL the payload runs at: 0, or 3 inside measure_user(). */
+static unsigned cur_cpl;
+
 static void run1(VpmuArchEvent event)
 {
-    vpmu_fake_source_run(fake, event, 0, 0, 1);
+    vpmu_fake_source_run(fake, event, 0, cur_cpl, 1);
     if (event == VPMU_EVENT_INSTRUCTIONS) {
-        vpmu_fake_source_run(fake, VPMU_EVENT_CYCLES, 0, 0, 1);
-        vpmu_fake_source_run(fake, VPMU_EVENT_REF_CYCLES, 0, 0, 1);
+        vpmu_fake_source_run(fake, VPMU_EVENT_CYCLES, 0, cur_cpl, 1);
+        vpmu_fake_source_run(fake, VPMU_EVENT_REF_CYCLES, 0, cur_cpl, 1);
     }
 }
 
 /*
- * Retire n events at CPL 0, one at a time, with PMIs in between (but in
+ * Retire n events at the current CPL, one at a time, with PMIs in between (but in
  * a catalogue block: see tb_end()).
  */
 static void retire(VpmuArchEvent event, uint64_t n)
@@ -190,6 +193,31 @@ int measure_loop(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
         retire(VPMU_EVENT_BRANCHES, 1);         /* jnz */
     }
     retire(VPMU_EVENT_INSTRUCTIONS, 3);         /* mov, xor, xor */
+    int vec2 = wrmsr_safe(msr_off, 0);
+    return vec ? vec : vec2;
+}
+
+/* user.c's block, instruction by instruction (runtime.h). */
+int measure_user(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
+                 UserRead *u)
+{
+    int vec = wrmsr_safe(msr_on, val_on);       /* counts itself */
+
+    retire(VPMU_EVENT_INSTRUCTIONS, 10);        /* to the IRET */
+    cur_cpl = 3;
+    retire(VPMU_EVENT_INSTRUCTIONS, 1);         /* mov */
+    rdpmc_safe(u->pmc, &u->before);             /* before it retires */
+    retire(VPMU_EVENT_INSTRUCTIONS, 4);         /* rdpmc, mov x 3 */
+    for (unsigned i = 0; i < u->n; i++) {
+        retire(VPMU_EVENT_INSTRUCTIONS, 1);     /* dec */
+        run1(VPMU_EVENT_INSTRUCTIONS);
+        retire(VPMU_EVENT_BRANCHES, 1);         /* jnz */
+    }
+    retire(VPMU_EVENT_INSTRUCTIONS, 1);         /* mov */
+    rdpmc_safe(u->pmc, &u->after);
+    retire(VPMU_EVENT_INSTRUCTIONS, 4);         /* rdpmc, mov, mov, int */
+    cur_cpl = 0;
+    retire(VPMU_EVENT_INSTRUCTIONS, 7);         /* to the WRMSR */
     int vec2 = wrmsr_safe(msr_off, 0);
     return vec ? vec : vec2;
 }

@@ -280,30 +280,39 @@ void intel_check_running_writes(void)
 }
 
 /*
- * Core cycles on GP0 and fixed counter 1, reference cycles on GP1 and
- * fixed counter 2 (SDM Table 20-1 and 21.2.2), as CPUID.0AH offers them,
- * at CPL 0, enabled together by GLOBAL_CTRL.
+ * Core cycles on GP0 and fixed counter 1, reference cycles on GP1, GP2
+ * (0x0300, the pseudo-encoding Linux perf and KVM use) and fixed counter
+ * 2 (SDM Table 20-1 and 21.2.2), as CPUID.0AH offers them, at the CPLs
+ * of @cpl (CYC_OS, CYC_USR), enabled together by GLOBAL_CTRL.
  */
-static void intel_cycles_counters(CyclesCounters *cc)
+static void intel_cycles_counters(CyclesCounters *cc, unsigned cpl)
 {
+    uint64_t sel = EVTSEL_EN | (cpl & CYC_OS ? EVTSEL_OS : 0) |
+                   (cpl & CYC_USR ? EVTSEL_USR : 0);
+    uint64_t nibble = (cpl & CYC_OS ? FIXED_OS : 0) |
+                      (cpl & CYC_USR ? FIXED_USR : 0);
+    bool ref = !(intel.ebx & CPUID_A_EBX_REF_CYCLES);
     uint64_t fixed = 0;
 
     *cc = (CyclesCounters){ .global_ctrl = MSR_GLOBAL_CTRL };
     intel_quiesce();
     wrmsr_safe(MSR_GLOBAL_CTRL, 0);
     if (!(intel.ebx & CPUID_A_EBX_CYCLES)) {
-        wrmsr_safe(MSR_IA32_PERFEVTSEL0, EVT_CYCLES | EVTSEL_OS | EVTSEL_EN);
-        cycles_add(cc, "GP0 cycles (0x3c)", MSR_IA32_PMC0, 0);
+        wrmsr_safe(MSR_IA32_PERFEVTSEL0, EVT_CYCLES | sel);
+        cycles_add(cc, "GP0 cycles (0x3c)", MSR_IA32_PMC0, 0, 0);
     }
-    if (intel.nr_gp > 1 && !(intel.ebx & CPUID_A_EBX_REF_CYCLES)) {
-        wrmsr_safe(MSR_IA32_PERFEVTSEL0 + 1,
-                   EVT_REF_CYCLES | EVTSEL_OS | EVTSEL_EN);
-        cycles_add(cc, "GP1 ref cycles (0x13c)", MSR_IA32_PMC0 + 1, 1);
+    if (intel.nr_gp > 1 && ref) {
+        wrmsr_safe(MSR_IA32_PERFEVTSEL0 + 1, EVT_REF_CYCLES | sel);
+        cycles_add(cc, "GP1 ref cycles (0x13c)", MSR_IA32_PMC0 + 1, 1, 1);
+    }
+    if (intel.nr_gp > 2 && ref) {
+        wrmsr_safe(MSR_IA32_PERFEVTSEL0 + 2, EVT_REF_CYCLES_PSEUDO | sel);
+        cycles_add(cc, "GP2 ref cycles (0x300)", MSR_IA32_PMC0 + 2, 2, 2);
     }
     for (unsigned i = 1; i < 3 && i < intel.nr_fixed; i++) {
-        fixed |= FIXED_OS << (4 * i);
+        fixed |= nibble << (4 * i);
         cycles_add(cc, i == 1 ? "fixed 1 (cycles)" : "fixed 2 (ref cycles)",
-                   MSR_FIXED_CTR0 + i, 32 + i);
+                   MSR_FIXED_CTR0 + i, RDPMC_FIXED | i, 32 + i);
     }
     wrmsr_safe(MSR_FIXED_CTR_CTRL, fixed);
 }
@@ -312,8 +321,12 @@ static void intel_check_cycles(void)
 {
     CyclesCounters cc;
 
-    intel_cycles_counters(&cc);
+    intel_cycles_counters(&cc, CYC_OS);
     check_cycles(&cc);
+    intel_cycles_counters(&cc, CYC_USR);
+    check_cycles_cpl(&cc, CYC_USR);
+    intel_cycles_counters(&cc, CYC_OS);
+    check_cycles_cpl(&cc, CYC_OS);
     intel_quiesce();
 }
 
@@ -351,7 +364,7 @@ void payload_main(void)
     if (cmdline_u64("spin", 0)) {
         CyclesCounters cc;
 
-        intel_cycles_counters(&cc);
+        intel_cycles_counters(&cc, CYC_OS);
         cycles_spin(&cc, cmdline_u64("spin", 0));
         return;
     }

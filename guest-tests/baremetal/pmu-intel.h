@@ -39,6 +39,11 @@
 #define EVT_BRANCHES                0x00C4ull
 #define EVT_CYCLES                  0x003Cull
 #define EVT_REF_CYCLES              0x013Cull
+/* Reference cycles as Linux perf and KVM encode them (event 0, umask 3) */
+#define EVT_REF_CYCLES_PSEUDO       0x0300ull
+
+/* RDPMC ECX: fixed counter i is 1 << 30 | i (SDM Vol. 2B RDPMC) */
+#define RDPMC_FIXED                 (1u << 30)
 
 /* IA32_FIXED_CTR_CTRL nibble bits */
 #define FIXED_OS                    0x1ull

@@ -1,7 +1,8 @@
 /*
  * The tiny runtime of the bare-metal PMU payloads: serial output, traps
  * with recoverable faults, MSR/CPUID/RDPMC wrappers, the local APIC and
- * TAP reporting.  Ring 0, flat 32-bit protected mode, no paging.
+ * TAP reporting.  Ring 0 (ring 3 in measure_user(), user.c), flat 32-bit
+ * protected mode, no paging.
  */
 #ifndef BAREMETAL_RUNTIME_H
 #define BAREMETAL_RUNTIME_H
@@ -108,6 +109,41 @@ int measure_block(uint32_t msr_on, uint64_t val_on, uint32_t msr_off);
 /* The same block with @n rounds: 2 * n + 5 instructions, n branches. */
 int measure_loop(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
                  uint32_t n);
+
+/*
+ * measure_user(msr_on, val_on, msr_off, u): the loop at CPL 3 (user.c),
+ * between two RDPMCs of counter u->pmc there, entered by IRET and left
+ * by INT 0x80 (a DPL 3 trap gate):
+ *
+ *   CPL 0  wrmsr                msr_on <- val_on: counted (1)
+ *          mov, mov, mov, mov   save ESP, load DS and ES with USER_DS
+ *          push x 5, iret       the IRET frame, IRET: CPL 0's (10)
+ *   CPL 3  mov, rdpmc           u->before: what counted before it
+ *          mov, mov, mov        store it, load the rounds
+ *          dec, jnz x n
+ *          mov, rdpmc           u->after
+ *          mov, mov, int $0x80  INT counts at CPL 3 (its TB's)
+ *   CPL 0  mov, mov, mov, mov   restore ESP, DS and ES
+ *          mov, xor, xor
+ *          wrmsr                msr_off <- 0: not counted
+ *
+ * At CPL 3: 2 * n + 10 instructions, 2 * n + 5 of them from the first
+ * RDPMC (included) to the second (excluded); at CPL 0: 11 + 7 = 18.
+ */
+#define USER_CS         0x1B        /* boot.S's GDT, RPL 3 */
+#define USER_DS         0x23
+#define USER_INSNS(n)   (2 * (n) + 10)
+#define USER_RDPMC_INSNS(n) (2 * (n) + 5)
+#define USER_KERNEL_INSNS 18
+
+typedef struct UserRead {
+    uint32_t pmc;               /* RDPMC's ECX */
+    uint32_t n;                 /* loop rounds */
+    uint64_t before, after;     /* the two RDPMCs at CPL 3 */
+} UserRead;
+
+int measure_user(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
+                 UserRead *u);
 
 /* local APIC */
 void apic_init(void);
