@@ -8,16 +8,20 @@
 #   2. Linux guests run stat-exact and record (linux/run-all.sh
 #      load-intel, load-amd: pmu-cycles=cputime; insns-intel, insns-amd,
 #      which also run papi), told vpmu.hostload=1;
-#   3. spin: a payload started with spin=ROUNDS prints its TSC and cycles
-#      after each round of a busy loop; at each line this script reads the
-#      vCPU thread's CPU time (/proc/PID/task/TID/schedstat) and the wall
-#      clock.  Over the rounds, cycles / TSC ticks in the guest is the
-#      share of wall time the vCPU ran by vpmu's count, CPU time / wall
-#      time on the host the same share by the kernel's; under
-#      pmu-cycles=cputime they agree within SPIN_TOL, and the share is
-#      below SPIN_LOADED (else the host was not loaded and the check
-#      skips).  Under pmu-cycles=tsc (-icount off) the guest's share is 1
-#      whatever the host's: descheduled time is counted.
+#   3. spin: a payload started with spin=ROUNDS prints its TSC and the
+#      count of each cycles counter (Intel: core cycles on GP0 and fixed
+#      1, reference cycles on GP1 0x13c, GP2 0x300 and fixed 2; AMD: two
+#      GP counters) after each round of a busy loop; at each line this
+#      script reads the vCPU thread's CPU time
+#      (/proc/PID/task/TID/schedstat) and the wall clock.  Over the
+#      rounds, a counter's cycles / TSC ticks in the guest is the share of
+#      wall time the vCPU ran by vpmu's count, CPU time / wall time on the
+#      host the same share by the kernel's; under pmu-cycles=cputime they
+#      agree within SPIN_TOL for every counter, reference cycles too (they
+#      follow the vCPU like core cycles), and the share is below
+#      SPIN_LOADED (else the host was not loaded and the check skips).
+#      Under pmu-cycles=tsc (-icount off) the guest's share is 1 whatever
+#      the host's: descheduled time is counted.
 #
 #   SPIN_TOL (0.03): the host reads the time a line arrives, which under
 #   load can lag the guest's reading by a scheduler wake-up (some ms); 3%
@@ -39,7 +43,7 @@ qemu=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 while getopts "q:h" opt; do
     case $opt in
     q) qemu=$OPTARG ;;
-    *) sed -n '2,34s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '2,38s/^# \{0,1\}//p' "$0"; exit 2 ;;
     esac
 done
 image=${IMAGE:-$top/build/guest}
@@ -112,10 +116,11 @@ vcpu_tid() {
     done
 }
 
-# spin VENDOR MODE: one payload run; prints "guest-share host-share" or
-# nothing.
+# spin VENDOR MODE: one payload run; prints "host-share guest-share..."
+# (one guest share per counter, named by the log's "# spin counter"
+# lines) or nothing.
 spin_run() {
-    local vendor=$1 mode=$2 cpu elf log tid line tsc cyc cpu_ns wall
+    local vendor=$1 mode=$2 cpu elf log tid line tsc all cpu_ns wall
     local first=() last=()
     elf=$bm/pmu-$vendor.elf
     log=$logdir/spin-$vendor-$mode.log
@@ -133,6 +138,7 @@ spin_run() {
     while IFS= read -r -t 60 line <&"$fd"; do
         line=${line%$'\r'}
         case $line in
+        "# spin counter "*) echo "$line" >>"$log" ;;
         "# spin "*)
             # The wall clock and the CPU time back to back, with builtins:
             # the vCPU runs on meanwhile, and the thread look-up (forks)
@@ -141,11 +147,11 @@ spin_run() {
             wall=${EPOCHREALTIME/./}000
             cpu_ns=
             read -r cpu_ns _ <"/proc/$qpid/task/$tid/schedstat" 2>/dev/null
-            read -r _ _ _ tsc cyc <<<"$line"
+            read -r _ _ _ tsc _ all <<<"$line"
             echo "$line cpu_ns=${cpu_ns:-?} wall=$wall" >>"$log"
             [[ $cpu_ns =~ ^[0-9]+$ ]] || continue
-            [ ${#first[@]} -gt 0 ] || first=("${tsc#tsc=}" "${cyc#cycles=}" "$cpu_ns" "$wall")
-            last=("${tsc#tsc=}" "${cyc#cycles=}" "$cpu_ns" "$wall")
+            [ ${#first[@]} -gt 0 ] || first=("${tsc#tsc=}" "${all#all=}" "$cpu_ns" "$wall")
+            last=("${tsc#tsc=}" "${all#all=}" "$cpu_ns" "$wall")
             ;;
         *) echo "$line" >>"$log" ;;
         esac
@@ -157,20 +163,18 @@ spin_run() {
     awk -v t0="${first[0]}" -v c0="${first[1]}" -v p0="${first[2]}" \
         -v w0="${first[3]}" -v t1="${last[0]}" -v c1="${last[1]}" \
         -v p1="${last[2]}" -v w1="${last[3]}" \
-        'BEGIN { printf "%.4f %.4f\n", (c1 - c0) / (t1 - t0), (p1 - p0) / (w1 - w0) }'
+        -v n="$(grep -c '^# spin counter' "$log")" \
+        'BEGIN { split(c0, a, ","); split(c1, b, ",")
+                 printf "%.4f", (p1 - p0) / (w1 - w0)
+                 for (i = 1; i <= n; i++) printf " %.4f", (b[i] - a[i]) / (t1 - t0)
+                 printf "\n" }'
 }
 
 runs=("intel cputime" "amd cputime" "intel tsc")
 part spin || runs=()
-for run in "${runs[@]}"; do
-    read -r vendor mode <<<"$run"
-    name="spin $vendor pmu-cycles=$mode"
-    read -r g h <<<"$(spin_run "$vendor" "$mode")"
-    if [ -z "${g:-}" ]; then
-        tap 1 "$name: the payload printed its rounds (log: $logdir/spin-$vendor-$mode.log)"
-        continue
-    fi
-    echo "# $name: guest cycles / TSC ticks $g, host CPU time / wall time $h"
+# spin_check NAME G H MODE: one counter's share G against the host's H.
+spin_check() {
+    local name=$1 g=$2 h=$3 mode=$4
     if awk -v h="$h" -v l=$SPIN_LOADED 'BEGIN { exit !(h >= l) }'; then
         tap_skip "$name: the count follows the host's load" \
             "the vCPU thread got $h of the wall time: the host was not loaded"
@@ -181,6 +185,24 @@ for run in "${runs[@]}"; do
         awk -v g="$g" -v t=$SPIN_TOL 'BEGIN { exit !(g >= 1 - t && g <= 1 + t) }'
         tap $? "$name: cycles / TSC ticks ($g) within $SPIN_TOL of 1 while the vCPU ran $h of the time (wall-clock cycles)"
     fi
+}
+
+for run in "${runs[@]}"; do
+    read -r vendor mode <<<"$run"
+    name="spin $vendor pmu-cycles=$mode"
+    log=$logdir/spin-$vendor-$mode.log
+    read -r h gs <<<"$(spin_run "$vendor" "$mode")"
+    if [ -z "${gs:-}" ]; then
+        tap 1 "$name: the payload printed its rounds (log: $log)"
+        continue
+    fi
+    mapfile -t names < <(sed -n 's/^# spin counter [0-9]*: //p' "$log" | tr -d '\r')
+    echo "# $name: host CPU time / wall time $h; guest cycles / TSC ticks $gs"
+    i=0
+    for g in $gs; do
+        spin_check "$name, ${names[i]:-counter $i}" "$g" "$h" "$mode"
+        i=$((i + 1))
+    done
 done
 
 stop_hogs
