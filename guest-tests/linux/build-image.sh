@@ -154,6 +154,8 @@ stage_libs "${rr_dyn[@]/#/$stage/}"
 for p in papi-tools libpapi7.0 libpfm4 libsde1 libpapi-dev; do stage_pkg "$p"; done
 papi_files=(usr/bin/papi_avail usr/bin/papi_command_line)
 stage_libs "${papi_files[@]/#/$stage/}"
+# One upload's versions where the packages pin each other (debs.sh).
+settle_exact
 
 # --- the initramfs tree ----------------------------------------------------
 mkdir -p "$root"/{bin,dev,etc,proc,sys,tmp,root,usr/bin,lib/$arch,lib64,vpmu/bin,vpmu/tests}

@@ -115,3 +115,44 @@ stage_libs() {
         ((progress)) || die "cannot find a package for: $missing"
     done
 }
+
+# exact_depends DEB: "NAME VERSION" for each "NAME (= VERSION)" it depends on.
+exact_depends() {
+    dpkg-deb -f "$1" Pre-Depends Depends | sed 's/^[^:]*: //' | tr ',' '\n' |
+        sed -n 's/^ *\([^ |(]*\)\(:any\)\{0,1\} *(= *\([^)]*\)).*/\1 \3/p'
+}
+
+# settle_exact: the newest cached .deb of each package is not always one
+# upload's (a package added to the set later comes at apt's candidate), and
+# packages of one source pin each other exactly (libvirt-daemon on
+# "libvirt0 (= V)", libpapi-dev on libpapi7.0).  Where a staged package's
+# exact Depends names another staged one at another version, the older of
+# the two is staged again at the newer's version.
+settle_exact() {
+    local round p name ver have older newer deb changed
+    for round in 1 2 3 4; do
+        changed=0
+        for p in "${!staged[@]}"; do
+            while read -r name ver; do
+                [[ -n ${staged[$name]:-} ]] || continue
+                have=$(dpkg-deb -f "${staged[$name]}" Version)
+                [[ $have != "$ver" ]] || continue
+                if dpkg --compare-versions "$have" lt "$ver"; then
+                    older=$name newer=$ver
+                else
+                    older=$p newer=$have
+                fi
+                log "$p wants $name (= $ver), $name $have is staged: $older $newer instead"
+                deb=$(fetch "$older" "$newer")
+                dpkg-deb -x "$deb" "$stage"
+                staged[$older]=$deb
+                changed=1
+                # p's own Depends are read again next round.
+                [[ $older != "$p" ]] || break
+            done < <(exact_depends "${staged[$p]}")
+        done
+        ((changed)) || return 0
+    done
+    die "the staged packages' exact Depends do not settle: $(for p in "${!staged[@]}"; do
+        printf '%s ' "$p=$(dpkg-deb -f "${staged[$p]}" Version)"; done)"
+}

@@ -180,6 +180,7 @@ cmp -s "$ldso" "$root/lib/$arch/ld-linux-x86-64.so.2" ||
 for p in libvirt0 libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients; do
     stage_pkg "$p"
 done
+settle_exact   # libvirt's packages pin libvirt0 exactly (debs.sh)
 mkdir -p "$root/usr/sbin" "$root/usr/lib/$arch/libvirt/connection-driver" \
     "$root/usr/share/libvirt/cpu_map"
 cp "$stage/usr/sbin/libvirtd" "$stage/usr/sbin/virtlogd" "$root/usr/sbin/"
