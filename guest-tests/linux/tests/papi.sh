@@ -17,6 +17,12 @@
 #   papi_command_line with the presets: every one counted, and the same
 #   counts on a second run (its workload, do_flops and do_misses, is
 #   deterministic) but for cycles counted by time.
+#   papi-mmm (workloads/papi-mmm.c): PAPI's own papi_sr_ins workload,
+#   naive_matrix_multiply() as Debian's gcc 12 -O2 compiles it, in
+#   assembly, M x M for M = 64 and 128: the difference is exact
+#   (instructions 7M^3 + 16M^2 + 24M, loads 2M^3 + M^2, stores 2M^2, where
+#   papi_sr_ins estimates 3M^2: its setup loop stores two doubles per
+#   MOVAPS; docs/rr-papi-events.md).
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
 plan ''
@@ -49,21 +55,22 @@ want2() {
     PAPI_LD_INS | PAPI_SR_INS) echo 2 ;;
     esac
 }
-# least EVENT N: the smallest count of three papi-work runs.  PAPI reads
-# a counter through the perf mmap page, in a seqlock loop that goes round
-# again when the kernel updated the page meanwhile (an interrupt during
-# the read): a few more user-mode instructions and branches, on hardware
-# as here.  The loop itself is exact; the run without a retry has the least.
+# least PROG EVENT N: the smallest count of three runs of PROG (papi-work
+# or papi-mmm).  PAPI reads a counter through the perf mmap page, in a
+# seqlock loop that goes round again when the kernel updated the page
+# meanwhile (an interrupt during the read): a few more user-mode
+# instructions and branches, on hardware as here.  The loop itself is
+# exact; the run without a retry has the least.
 least() {
     for _r in 1 2 3; do
-        "$BIN/papi-work" "$1" "$2" | awk '{ print $3 }'
+        "$BIN/$1" "$2" "$3" | awk '{ print $3 }'
     done | sort -n | head -n 1
 }
 n1=100000
 n2=200000
 for e in $presets; do
-    c1=$(least "$e" $n1 2>err1)
-    c2=$(least "$e" $n2 2>err2)
+    c1=$(least papi-work "$e" $n1 2>err1)
+    c2=$(least papi-work "$e" $n2 2>err2)
     if ! is_int "$c1" || ! is_int "$c2"; then
         fail "papi-work $e: counted ($(cat err1 err2 | head -n 2))"
         continue
@@ -78,6 +85,36 @@ for e in $presets; do
     w=$(($(want2 "$e") * (n2 - n1) / 2))
     diag "$e: N=$n1 $c1, N=$n2 $c2, difference $d (want $w)"
     check "papi-work $e: exact over the loop ($w)" eq "$d" "$w"
+done
+
+# papi-mmm: what mmm(128) adds to mmm(64).  PAPI's estimate for the
+# stores (naive_matrix_multiply_estimated_stores, 3M^2 + 1) differs by
+# 3 * (128^2 - 64^2) = 36864.
+mmm_want() {
+    case $1 in
+    PAPI_TOT_INS) echo 13043200 ;;   # 7 * 1835008 + 16 * 12288 + 24 * 64
+    PAPI_LD_INS) echo 3682304 ;;     # 2 * 1835008 + 12288
+    PAPI_SR_INS) echo 24576 ;;       # 2 * 12288
+    esac
+}
+if [ "$(vendor)" = intel ]; then
+    mmm_events="PAPI_TOT_INS PAPI_LD_INS PAPI_SR_INS"
+else
+    mmm_events=PAPI_TOT_INS
+fi
+# An image built before build-image.sh built papi-mmm: say so, once.
+[ -x "$BIN/papi-mmm" ] || mmm_events=
+[ -n "$mmm_events" ] || skip "papi-mmm" "not in the image (build-image.sh)"
+for e in $mmm_events; do
+    c1=$(least papi-mmm "$e" 64 2>err1)
+    c2=$(least papi-mmm "$e" 128 2>err2)
+    if ! is_int "$c1" || ! is_int "$c2"; then
+        fail "papi-mmm $e: counted ($(cat err1 err2 | head -n 2))"
+        continue
+    fi
+    w=$(mmm_want "$e")
+    diag "papi-mmm $e: M=64 $c1, M=128 $c2, difference $((c2 - c1)) (want $w)"
+    check "papi-mmm $e: exact over mmm(128) - mmm(64) ($w)" eq "$((c2 - c1))" "$w"
 done
 
 # papi_command_line prints "EVENT : COUNT" lines.
