@@ -37,9 +37,28 @@
 #   With pmu-cycles=insns (vpmu.cycles=insns) a cycle is a retired
 #   instruction: cycles:u and ref-cycles:u of loop_100M are 2N+4 exactly,
 #   cycles:k of loop_1M is non-zero, and the TSC check is skipped.
+#   cycles:u and cycles:k split like instructions:u and :k (docs/tcg.md,
+#   "Cycles"), in one perf stat of all four, of loop_100M (a user loop)
+#   and sys_100k (a system call loop):
+#     pmu-cycles=insns: cycles:u = instructions:u and cycles:k =
+#       instructions:k, exactly (the same instructions, the counters
+#       started and stopped by the same GLOBAL_CTRL writes);
+#     time modes: loop_100M's cycles:k is under a quarter of its cycles:u,
+#       and sys_100k's cycles:k is over its cycles:u.  The kernel part of
+#       loop_100M (exec, exit, page faults, timer ticks) is 0.3-0.4% of
+#       its instructions (instructions:k / :u, printed), so a quarter
+#       fails only if a kernel instruction took ~75 times a loop
+#       instruction's time (cputime, 2026-11-28: 16 on Intel, 7 on AMD).
+#       sys_100k retires 92 kernel instructions per user one (4 per call
+#       against the kernel's entry, getppid and exit): cycles:k falls
+#       under cycles:u only if a user instruction took 92 times a kernel
+#       one (measured 3.4 on Intel, 25 on AMD, whose kernel path is
+#       short: a user instruction there carries the TB lookups and the
+#       clock reads of two CPL changes).  Without the CPL split cycles:u
+#       = cycles:k and both checks fail.
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
-plan 18
+plan 22
 
 # pmu-cycles=insns: the four cycle checks.
 insn_cycles() {
@@ -148,6 +167,34 @@ k=$(count s.csv instructions:k)
 diag "loop_1M: instructions:k=$k"
 check "instructions:k counts the kernel side (> 0)" \
     ge "$k" 1
+
+# cycles:u and cycles:k against instructions:u and :k (the header).
+ku_cycles() {
+    for w in loop_100M sys_100k; do
+        pstat ku.csv cycles:u,cycles:k,instructions:u,instructions:k "$BIN/$w"
+        cu=$(count ku.csv cycles:u)
+        ck=$(count ku.csv cycles:k)
+        iu=$(count ku.csv instructions:u)
+        ik=$(count ku.csv instructions:k)
+        diag "$w: cycles:u=$cu cycles:k=$ck instructions:u=$iu instructions:k=$ik"
+        is_int "$ck" || diag_file ku.csv
+        if [ "$(cycles_mode)" = insns ]; then
+            check "pmu-cycles=insns: $w cycles:u = instructions:u" eq "$cu" "$iu"
+            check "pmu-cycles=insns: $w cycles:k = instructions:k" eq "$ck" "$ik"
+        elif [ $w = loop_100M ]; then
+            check "$w (user loop): cycles:u > 0" ge "$cu" 1
+            k4=x
+            ! is_int "$ck" || k4=$((4 * ck))
+            check "$w (user loop): cycles:k under a quarter of cycles:u" \
+                lt "$k4" "$cu"
+        else
+            check "$w (system calls): cycles:u > 0" ge "$cu" 1
+            check "$w (system calls): cycles:k over cycles:u" \
+                lt "$cu" "${ck:-0}"
+        fi
+    done
+}
+ku_cycles
 
 # Under nested KVM the rate is measured three times and the highest is
 # the one L1 compares: L2's task clock also runs while L1's other work (its
