@@ -44,7 +44,7 @@ srcpkg=${VPMU_KSELFTEST_SRC:-linux-source-6.1}
 log() { printf 'kselftest-build: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-for tool in apt-get apt-cache dpkg-deb cpio gzip make gcc xz; do
+for tool in apt-get apt-cache dpkg-deb cpio gzip make gcc xz readelf strip; do
     command -v "$tool" >/dev/null || die "$tool is missing"
 done
 for f in vmlinuz initramfs.cpio.gz packages.txt; do
@@ -54,15 +54,11 @@ mkdir -p "$out" "$cache"
 out=$(cd "$out" && pwd)
 
 # --- the source package ----------------------------------------------------------
-# apt_get ARGS...: apt-get in the cache directory; one apt-get update and a
-# retry if it fails (an index that no longer has the version).
-apt_get() {
-    (cd "$cache" && apt-get -q "$@") >&2 ||
-        { apt-get -q update >&2 && (cd "$cache" && apt-get -q "$@") >&2; }
-}
+# apt_get ARGS...: apt-get in the cache directory.
+apt_get() { (cd "$cache" && apt-get -q "$@") >&2; }
 # newest_deb PKG: the newest cached .deb of PKG, by Debian version order.
 newest_deb() {
-    local f v best= bv=
+    local f v best="" bv=""
     for f in "$cache/$1"_*.deb; do
         [[ -f $f ]] || continue
         v=$(dpkg-deb -f "$f" Version)
@@ -72,20 +68,37 @@ newest_deb() {
     done
     echo "$best"
 }
+# fetch_candidate PKG: download apt's candidate of PKG unless it is cached.
+# An index can name a file the mirror no longer has: then apt-get update,
+# and the candidate is asked again.
+fetch_candidate() {
+    local try cand have
+    for try in 1 2; do
+        [[ $try == 1 ]] || apt-get -q update >&2 || true
+        cand=$(apt-cache policy "$1" | sed -n 's/^ *Candidate: *//p')
+        [[ -n $cand && $cand != '(none)' ]] || continue
+        log "apt's candidate: $1 $cand"
+        have=$(newest_deb "$1")
+        [[ -n $have && $(dpkg-deb -f "$have" Version) == "$cand" ]] && return 0
+        apt_get download "$1=$cand" && return 0
+    done
+    return 1
+}
 deb=$(newest_deb "$srcpkg")
 if [[ -z $deb || ${VPMU_REFRESH:-0} == 1 ]]; then
-    cand=$(apt-cache policy "$srcpkg" | sed -n 's/^ *Candidate: *//p')
-    [[ -n $cand && $cand != '(none)' ]] || die "apt has no candidate for $srcpkg"
-    log "apt's candidate: $srcpkg $cand"
-    have=$(newest_deb "$srcpkg")
-    if [[ -z $have ]] || [[ $(dpkg-deb -f "$have" Version) != "$cand" ]]; then
-        apt_get download "$srcpkg=$cand" || die "apt-get download $srcpkg=$cand failed"
-    fi
+    fetch_candidate "$srcpkg" || [[ -n $deb ]] ||
+        die "apt-get download $srcpkg failed (no candidate, or not on the mirror)"
     deb=$(newest_deb "$srcpkg")
 fi
 [[ -n $deb ]] || die "no $srcpkg .deb in $cache"
 ver=$(dpkg-deb -f "$deb" Version)
 log "source: $srcpkg $ver ($deb)"
+# Older versions of the source and their selftests go (140 MB each).
+for f in "$cache/$srcpkg"_*.deb "$cache/$srcpkg"-*/; do
+    [[ -e $f && $f != "$deb" && ${f%/} != "$cache/$srcpkg-$ver" ]] || continue
+    log "removing the older $f"
+    rm -rf "$f"
+done
 
 # --- the selftests, built once per source version --------------------------------
 bin=$cache/$srcpkg-$ver/bin
@@ -151,7 +164,9 @@ read -r kpkg kver _ < <(grep '^linux-image-' "$base/packages.txt" | tail -n1)
 [[ -n ${kpkg:-} && -n ${kver:-} ]] || die "no linux-image package in $base/packages.txt"
 kdeb=$(compgen -G "$vcache/debs/${kpkg}_${kver//:/%3a}_*.deb" | head -n1) ||
     kdeb=$(compgen -G "$cache/${kpkg}_${kver//:/%3a}_*.deb" | head -n1) ||
-    { apt_get download "$kpkg=$kver" || die "apt-get download $kpkg=$kver failed"
+    { apt_get download "$kpkg=$kver" ||
+          { apt-get -q update >&2 && apt_get download "$kpkg=$kver"; } ||
+          die "apt-get download $kpkg=$kver failed"
       kdeb=$(compgen -G "$cache/${kpkg}_${kver//:/%3a}_*.deb" | head -n1); }
 mroot=$out/modules
 rm -rf "$mroot"

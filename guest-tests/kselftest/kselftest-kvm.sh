@@ -21,7 +21,7 @@
 # skip, is a SKIP with its reason); every allowed count was exactly 42:
 # L1's KVM counts the guest's branches through host perf events on L1's
 # PMU, vpmu under TCG, which counts exactly (no "expected" line).
-# shellcheck source=../linux/tap-lib.sh
+# shellcheck source=SCRIPTDIR/../linux/tap-lib.sh
 . /vpmu/tap-lib.sh
 
 T=/vpmu/kselftest/kvm/pmu_event_filter_test
