@@ -224,6 +224,9 @@ gcc -O1 -pthread -o "$root/vpmu/bin/rr-work" "$wl/rr-work.c"
 # papi-work: against the staged libpapi (the image has it in /lib).
 gcc -O1 -I"$stage/usr/include" -o "$root/vpmu/bin/papi-work" "$wl/papi-work.c" \
     "$stage/usr/lib/$arch/libpapi.so.7.0"
+# papi-mmm: PAPI's papi_sr_ins workload in assembly (tests/papi.sh).
+gcc -O1 -I"$stage/usr/include" -o "$root/vpmu/bin/papi-mmm" "$wl/papi-mmm.c" \
+    "$stage/usr/lib/$arch/libpapi.so.7.0"
 
 install -m 0755 "$here/init" "$root/init"
 install -m 0644 "$here/tap-lib.sh" "$root/vpmu/tap-lib.sh"
