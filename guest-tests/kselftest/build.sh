@@ -52,6 +52,7 @@ for f in vmlinuz initramfs.cpio.gz packages.txt; do
 done
 mkdir -p "$out" "$cache"
 out=$(cd "$out" && pwd)
+base=$(cd "$base" && pwd)    # OUT/image links to its kernel
 
 # --- the source package ----------------------------------------------------------
 # apt_get ARGS...: apt-get in the cache directory.
