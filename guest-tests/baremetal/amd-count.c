@@ -229,7 +229,9 @@ static void amd_cycles_counters(CyclesCounters *cc, unsigned cpl)
                    (cpl & CYC_OS ? AMD_CTL_OS : 0) |
                    (cpl & CYC_USR ? AMD_CTL_USR : 0);
 
-    *cc = (CyclesCounters){ .global_ctrl = amd_ctl(0), .enable = sel };
+    *cc = (CyclesCounters){ .global_ctrl = amd_ctl(0), .enable = sel,
+                            .sel0_msr = amd_ctl(0), .sel0 = sel,
+                            .preset_mask = mask64(AMD_WIDTH) };
     amd_quiesce();
     if (amd_v2()) {
         cc->global_ctrl = MSR_AMD_GLOBAL_CTL;

@@ -17,6 +17,7 @@
  *    rate QEMU measured (to 1e-4).
  */
 #include "cycles.h"
+#include "pmu-common.h"
 
 static uint64_t rdtsc(void)
 {
@@ -151,6 +152,45 @@ static void cpl3_section(const CyclesCounters *cc, unsigned i, bool usr,
     }
 }
 
+/*
+ * The overflow of a counter of one CPL (docs/tcg.md, "Cycles"): counter
+ * 0 preset CYC_MIN / 2 short of overflow, with its PMI (EVTSEL.INT and
+ * PERF_CTL.INT are bit 20), over the CPL 3 loop, which counts at least
+ * CYC_MIN at CPL 3 (cpl3_section) and a few thousand at CPL 0.  USR
+ * only: one PMI, taken at CPL 3, inside the loop (a late overflow timer
+ * would bring it at the disabling WRMSR, at CPL 0).  OS only: none.
+ */
+static void cpl_pmi(const CyclesCounters *cc, bool usr)
+{
+    uint64_t sel = cc->sel0 | bit64(20), on = cc->enable;
+    UserRead u = { .pmc = cc->pmc[0], .n = CYC_N };
+    int vec;
+
+    zero_counters(cc);
+    wrmsr_safe(cc->ctr[0], -(uint64_t)(CYC_MIN / 2) & cc->preset_mask);
+    if (cc->global_ctrl == cc->sel0_msr) {
+        on = sel;                   /* no global control: EN starts it */
+    } else {
+        wrmsr_safe(cc->sel0_msr, sel);
+    }
+    lvtpc_fixed();
+    pmi_reset();
+    vec = measure_user(cc->global_ctrl, on, cc->global_ctrl, &u);
+    if (usr) {
+        tap_check(expect_pmis(0, 1, "USR only, overflow in the CPL 3 loop") &&
+                  pmi_in_user() && !vec, "%s, USR only: the PMI came at "
+                  "CPL 3, in the loop", cc->name[0]);
+    } else {
+        tap_check(expect_pmis(0, 0, "OS only, CPL 3 loop") && !vec,
+                  "%s, OS only: no overflow across the CPL 3 loop",
+                  cc->name[0]);
+    }
+    if (cc->global_ctrl != cc->sel0_msr) {
+        wrmsr_safe(cc->sel0_msr, cc->sel0);     /* without INT again */
+    }
+    apic_write(APIC_LVTPC, APIC_LVT_MASKED | VEC_PMI);
+}
+
 void check_cycles_cpl(const CyclesCounters *cc, unsigned cpl)
 {
     bool insns = cmdline_u64("insn_cycles", 0), usr = cpl == CYC_USR;
@@ -167,6 +207,7 @@ void check_cycles_cpl(const CyclesCounters *cc, unsigned cpl)
     for (unsigned i = 0; i < cc->n; i++) {
         cpl3_section(cc, i, usr, insns);
     }
+    cpl_pmi(cc, usr);
 }
 
 static void spin(uint32_t n)

@@ -34,6 +34,11 @@ typedef struct CyclesCounters {
     const char *name[CYCLES_MAX_CTRS];
     uint32_t ctr[CYCLES_MAX_CTRS];
     uint32_t pmc[CYCLES_MAX_CTRS];  /* RDPMC's ECX for each */
+    /* Counter 0's event select MSR, its value, and what a write of its
+     * count keeps (Intel's legacy PMC: 32 bits, sign-extended). */
+    uint32_t sel0_msr;
+    uint64_t sel0;
+    uint64_t preset_mask;
 } CyclesCounters;
 
 /*
@@ -53,7 +58,8 @@ void check_cycles(const CyclesCounters *cc);
 /*
  * USR/OS: @cc counts at CPL 3 only (@cpl CYC_USR) or at CPL 0 only
  * (CYC_OS), over a CPL 0 loop (measure_loop) and a CPL 3 loop
- * (measure_user, once per counter, read by RDPMC at CPL 3 around it).
+ * (measure_user, once per counter, read by RDPMC at CPL 3 around it);
+ * then counter 0 with a PMI half way to the loop's least count.
  */
 void check_cycles_cpl(const CyclesCounters *cc, unsigned cpl);
 

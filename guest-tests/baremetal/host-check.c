@@ -45,6 +45,8 @@ static bool tb_ends_only;
 static int next_site, pmi_site;
 static uint32_t next_ecx, pmi_ecx;
 static uint32_t lvtpc = APIC_LVT_MASKED | VEC_PMI;
+/* The CPL the payload runs at (0, or 3 inside measure_user()); at a PMI. */
+static unsigned cur_cpl, pmi_cpl;
 static unsigned tap_count, tap_failed;
 static char **keys;
 static int nkeys;
@@ -73,15 +75,13 @@ static void deliver_pmi(void)
         pmi_fixed++;
     }
     lvtpc |= APIC_LVT_MASKED;
+    pmi_cpl = cur_cpl;
     pmi_site = next_site;
     pmi_ecx = next_ecx;
     retire(VPMU_EVENT_INSTRUCTIONS, HANDLER_INSNS);
 }
 
 /* One event at CPL 0; an instruction is a cycle too. */
-/* The CPL the payload runs at: 0, or 3 inside measure_user(). */
-static unsigned cur_cpl;
-
 static void run1(VpmuArchEvent event)
 {
     vpmu_fake_source_run(fake, event, 0, cur_cpl, 1);
@@ -195,6 +195,11 @@ int measure_loop(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
     retire(VPMU_EVENT_INSTRUCTIONS, 3);         /* mov, xor, xor */
     int vec2 = wrmsr_safe(msr_off, 0);
     return vec ? vec : vec2;
+}
+
+bool pmi_in_user(void)
+{
+    return pmi_cpl == 3;
 }
 
 /* user.c's block, instruction by instruction (runtime.h). */

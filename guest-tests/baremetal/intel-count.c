@@ -294,7 +294,10 @@ static void intel_cycles_counters(CyclesCounters *cc, unsigned cpl)
     bool ref = !(intel.ebx & CPUID_A_EBX_REF_CYCLES);
     uint64_t fixed = 0;
 
-    *cc = (CyclesCounters){ .global_ctrl = MSR_GLOBAL_CTRL };
+    *cc = (CyclesCounters){ .global_ctrl = MSR_GLOBAL_CTRL,
+                            .sel0_msr = MSR_IA32_PERFEVTSEL0,
+                            .sel0 = EVT_CYCLES | sel,
+                            .preset_mask = 0xFFFFFFFFull };
     intel_quiesce();
     wrmsr_safe(MSR_GLOBAL_CTRL, 0);
     if (!(intel.ebx & CPUID_A_EBX_CYCLES)) {

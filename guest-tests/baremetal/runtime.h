@@ -144,6 +144,8 @@ typedef struct UserRead {
 
 int measure_user(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
                  UserRead *u);
+/* The last PMI (irq_eip) interrupted measure_user()'s CPL 3 code. */
+bool pmi_in_user(void);
 
 /* local APIC */
 void apic_init(void);

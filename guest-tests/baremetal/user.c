@@ -18,7 +18,8 @@ _Static_assert(offsetof(UserRead, before) == 8 &&
                offsetof(UserRead, after) == 16, "measure_user's offsets");
 
 extern uint64_t gdt[];                  /* boot.S */
-extern const char user_return[];        /* in measure_user's asm */
+/* In measure_user's asm: its CPL 3 code is [user_code, user_return). */
+extern const char user_code[], user_return[];
 
 static uint32_t tss[TSS_SIZE / 4] __attribute__((aligned(8)));
 static uint8_t kstack[1024] __attribute__((aligned(16)));
@@ -81,6 +82,8 @@ int measure_user(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
                  "push $2f\n"
                  "iret\n"
                  /* CPL 3 */
+                 ".globl user_code\n"
+                 "user_code:\n"
                  "2: mov (%%esi), %%ecx\n"
                  "rdpmc\n"
                  "mov %%eax, 8(%%esi)\n"
@@ -113,4 +116,9 @@ int measure_user(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
                    [vec] "i"(VEC_USER_RET), [ssz] "i"(sizeof(user_stack))
                  : "memory", "cc");
     return (int)fault_vector;
+}
+
+bool pmi_in_user(void)
+{
+    return irq_eip >= (uint32_t)user_code && irq_eip < (uint32_t)user_return;
 }
