@@ -11,6 +11,10 @@
 #   tap_copy PREFIX FILE      the result lines of another TAP stream,
 #                             renumbered into this one, PREFIX before each
 #                             description; "# " lines pass through
+#   tap_guest C LOG DIR WHAT CMD...
+#                             run CMD, a run-guest.sh call whose serial log
+#                             is LOG; copy the guest's TAP as "C: " lines;
+#                             then one line "C: the guest ran WHAT"
 #   tap_end                   the plan, exit 0
 #   tap_skip_all WHY          nothing can run here: "1..0 # SKIP WHY", exit 0
 #
@@ -66,6 +70,38 @@ tap_copy() {
             echo "$line"
         fi
     done < <(tr -d '\000-\010\013\014\016-\037' <"$file")
+}
+
+# tap_guest C LOG DIR WHAT CMD...: CMD's stdout and stderr go to DIR/C.err
+# (to stderr with VERBOSE=1: stdout is the TAP stream); the guest's TAP
+# lines and "# " diagnostics, CRs of the console removed, to DIR/C.tap and
+# into this stream.  The last line is ok if the guest exited 0 with no
+# failure, or 1 with one (that failure has its own line): else it died,
+# timed out (124) or disagrees with its own TAP.
+tap_guest() {
+    local c=$1 log=$2 dir=$3 what=$4 s rc secs failed why
+    shift 4
+    s=$(date +%s)
+    if [[ ${VERBOSE:-0} == 1 ]]; then
+        "$@" >&2
+    else
+        "$@" >/dev/null 2>"$dir/$c.err"
+    fi
+    rc=$?
+    secs=$(($(date +%s) - s))
+    failed=$TAP_FAILED
+    tr -d '\r' <"$log" 2>/dev/null | grep -E '^((not )?ok [0-9]+|# )' >"$dir/$c.tap"
+    tap_copy "$c: " "$dir/$c.tap"
+    failed=$((TAP_FAILED - failed))
+    case $rc in
+    0) why="guest exit status 0" ;;
+    1) why="guest exit status 1" ;;
+    124) why="timed out" ;;
+    *) why="the guest did not report an exit status (run-guest.sh status $rc)" ;;
+    esac
+    { [[ $rc == 0 && $failed == 0 ]] || [[ $rc == 1 && $failed != 0 ]]; }
+    tap $? "$c: the guest ran $what ($why, ${secs} s; log: $log)" \
+        "$(tail -n 5 "$dir/$c.err" 2>/dev/null)"
 }
 
 tap_end() {

@@ -75,28 +75,8 @@ for c in "${configs[@]}"; do
     echo "# kselftest: $c (CPU=$cpu, tests: $tests)"
     env=(QEMU="$qemu" IMAGE="$out/$sub" KERNEL="$kernel" CPU="$cpu" SMP=1
          LOG="$log" TIMEOUT="$limit")
-    s=$(date +%s)
-    if [[ ${VERBOSE:-0} == 1 ]]; then
-        env "${env[@]}" "$top/guest-tests/linux/run-guest.sh" "$tests" >&2
-    else
-        env "${env[@]}" "$top/guest-tests/linux/run-guest.sh" "$tests" \
-            >/dev/null 2>"$out/$c.err"
-    fi
-    rc=$?
-    secs=$(($(date +%s) - s))
-    failed=$TAP_FAILED
-    tr -d '\r' <"$log" 2>/dev/null | grep -E '^((not )?ok [0-9]+|# )' >"$out/$c.tap"
-    tap_copy "$c: " "$out/$c.tap"
-    failed=$((TAP_FAILED - failed))
-    case $rc in
-    0) why="guest exit status 0" ;;
-    1) why="guest exit status 1" ;;
-    124) why="timed out" ;;
-    *) why="the guest did not report an exit status (run-guest.sh status $rc)" ;;
-    esac
-    { [[ $rc == 0 && $failed == 0 ]] || [[ $rc == 1 && $failed != 0 ]]; }
-    tap $? "$c: the guest ran its selftests ($why, ${secs} s; log: $log)" \
-        "$(tail -n 5 "$out/$c.err" 2>/dev/null)"
+    tap_guest "$c" "$log" "$out" "its selftests" \
+        env "${env[@]}" "$top/guest-tests/linux/run-guest.sh" "$tests"
 done
 echo "# kselftest: $(($(date +%s) - t0)) s"
 tap_end

@@ -96,30 +96,8 @@ for c in "${configs[@]}"; do
     env=(CPU="$cpu" SMP="$smp" LOG="$log"
          APPEND="${APPEND:-}${append:+ $append}")
     [[ $icount == - ]] || env+=(ICOUNT="$icount")
-    s=$(date +%s)
-    # stdout is the TAP stream: the guest's output goes elsewhere.
-    if [[ ${VERBOSE:-0} == 1 ]]; then
-        env "${env[@]}" "$here/run-guest.sh" "$tests" >&2
-    else
-        env "${env[@]}" "$here/run-guest.sh" "$tests" >/dev/null 2>"$logdir/$c.err"
-    fi
-    rc=$?
-    secs=$(($(date +%s) - s))
-    failed=$TAP_FAILED
-    # The serial log, CRs from the console removed: its TAP lines and
-    # the tests' "# " diagnostics.
-    tr -d '\r' <"$log" 2>/dev/null | grep -E '^((not )?ok [0-9]+|# )' >"$logdir/$c.tap"
-    tap_copy "$c: " "$logdir/$c.tap"
-    failed=$((TAP_FAILED - failed))
-    case $rc in
-    0) why="guest exit status 0" ;;
-    1) why="guest exit status 1" ;;
-    124) why="timed out" ;;
-    *) why="the guest did not report an exit status (run-guest.sh status $rc)" ;;
-    esac
-    { [[ $rc == 0 && $failed == 0 ]] || [[ $rc == 1 && $failed != 0 ]]; }
-    tap $? "$c: the guest ran every test ($why, ${secs} s; log: $log)" \
-        "$(tail -n 5 "$logdir/$c.err" 2>/dev/null)"
+    tap_guest "$c" "$log" "$logdir" "every test" \
+        env "${env[@]}" "$here/run-guest.sh" "$tests"
 done
 echo "# run-all: $(($(date +%s) - t0)) s"
 tap_end
