@@ -56,6 +56,14 @@
 #       short: a user instruction there carries the TB lookups and the
 #       clock reads of two CPL changes).  Without the CPL split cycles:u
 #       = cycles:k and both checks fail.
+#     Under nested KVM (vpmu.nested=1) loop_100M's quarter is skipped: an
+#     L2 kernel instruction there follows one of L1's exits (a timer
+#     tick's), with TCG's TLB flushed by the world switch and nested
+#     paging emulated, and took 37 times a loop instruction's time under
+#     KVM's own vPMU (943M cycles:k for 3.9M instructions:k, 1311M
+#     cycles:u for 200M, 2026-11-28), so the split there measures L1's
+#     exit handling, not the PMU; sys_100k's check holds by a wide margin
+#     (812M against 117M) and stays.
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
 plan 22
@@ -181,6 +189,10 @@ ku_cycles() {
         if [ "$(cycles_mode)" = insns ]; then
             check "pmu-cycles=insns: $w cycles:u = instructions:u" eq "$cu" "$iu"
             check "pmu-cycles=insns: $w cycles:k = instructions:k" eq "$ck" "$ik"
+        elif [ $w = loop_100M ] && [ "${VPMU_NESTED:-0}" = 1 ]; then
+            check "$w (user loop): cycles:u > 0" ge "$cu" 1
+            skip "$w (user loop): cycles:k under a quarter of cycles:u" \
+                "nested KVM: L2's kernel time follows L1's exits (the header)"
         elif [ $w = loop_100M ]; then
             check "$w (user loop): cycles:u > 0" ge "$cu" 1
             k4=x
