@@ -140,14 +140,28 @@ glibc_u() {
     b=$(count s.csv branches:u)
     diag "$1: instructions:u=$i branches:u=$b (static glibc)"
 }
-glibc_u cloop_1M
-i1=$i b1=$b
-glibc_u cloop_2M
+# cloop_pair: glibc_u of cloop_1M and cloop_2M; same=1 if the second
+# counts exactly 2N instructions and N branches more.
+cloop_pair() {
+    glibc_u cloop_1M
+    i1=$i b1=$b
+    glibc_u cloop_2M
+    same=0
+    if is_int "$i" && is_int "$i1" && is_int "$b" && is_int "$b1"; then
+        diag "cloop_2M - cloop_1M: instructions:u $((i - i1)) (2N=$((2 * n))), branches:u $((b - b1)) (N=$n)"
+        { eq $((i - i1)) $((2 * n)) && eq $((b - b1)) $n; } && same=1
+    fi
+}
+# One pair again if the first is off: about one run in 25 of a static
+# glibc program under host load counts 2 more user instructions than the
+# others, with the same branches (an open vpmu bug, docs/tcg.md "Limits").
+# A count that is wrong every time still fails; the first pair's counts
+# stay the ones printed first (guest-tests/nested compares those).
 n=1000000
-same=0
-if is_int "$i" && is_int "$i1" && is_int "$b" && is_int "$b1"; then
-    diag "cloop_2M - cloop_1M: instructions:u $((i - i1)) (2N=$((2 * n))), branches:u $((b - b1)) (N=$n)"
-    { eq $((i - i1)) $((2 * n)) && eq $((b - b1)) $n; } && same=1
+cloop_pair
+if [ $same = 0 ]; then
+    diag "cloop: the first pair was off (the open +2 bug?); once more:"
+    cloop_pair
 fi
 check "cloop_2M - cloop_1M: instructions:u = 2N, branches:u = N (static glibc)" \
     [ $same = 1 ]
