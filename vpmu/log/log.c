@@ -4,6 +4,12 @@
 
 #include <stdio.h>
 
+/*
+ * A line may say what is wrong, why, and what the operator can do about
+ * it (the perf source on a host with KVM's mediated vPMU: about 400).
+ */
+#define VPMU_LOG_LINE_MAX   512
+
 void vpmu_logger_init(VpmuLogger *l, void (*fn)(void *opaque, const char *msg),
                       void *opaque)
 {
@@ -15,7 +21,7 @@ void vpmu_logger_init(VpmuLogger *l, void (*fn)(void *opaque, const char *msg),
 static void vlogf(VpmuLogger *l, const char *fmt, va_list ap)
 {
     /* One line: the user's callback gets it whole, truncated if long. */
-    char msg[256];
+    char msg[VPMU_LOG_LINE_MAX];
 
     vsnprintf(msg, sizeof(msg), fmt, ap);
     l->fn(l->opaque, msg);
