@@ -97,6 +97,12 @@ typedef struct VpmuPerfSourceOpts {
                                    measuring what reuse saves) */
     void (*log)(void *opaque, const char *msg);     /* may be NULL */
     void *opaque;
+    /*
+     * Where the KVM module parameters are read to tell KVM's mediated
+     * vPMU, which refuses the source's events, from a host without a PMU
+     * (include/vpmu/host.h); NULL = "/".  Tests give a recorded tree.
+     */
+    const char *sysroot;
 } VpmuPerfSourceOpts;
 
 typedef struct VpmuPerfStats {

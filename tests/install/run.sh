@@ -57,6 +57,7 @@ usr/bin/qemu-system-x86_64
 usr/include/vpmu/export.h
 usr/include/vpmu/filter.h
 usr/include/vpmu/helper.h
+usr/include/vpmu/host.h
 usr/include/vpmu/kvm.h
 usr/include/vpmu/perf.h
 usr/include/vpmu/pmu.h

@@ -45,6 +45,10 @@ static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t pid,
     if (err) {
         return err;
     }
+    if (f->refuse_guest && attr->type != PERF_TYPE_SOFTWARE &&
+        !attr->exclude_guest) {
+        return f->refuse_guest;
+    }
     if (!f->hw && attr->type != PERF_TYPE_SOFTWARE) {
         return -ENOENT;     /* what this machine's kernel answers */
     }

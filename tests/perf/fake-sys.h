@@ -48,6 +48,9 @@ typedef struct FakeSys {
     unsigned open_calls;            /* perf_event_open calls, all */
     int fail[FAKE_SITE__COUNT];     /* -errno for the next call there */
     int open_always;                /* -errno for every open (no perf) */
+    /* -errno for every hardware or raw open that counts guests
+       (exclude_guest = 0): KVM's mediated vPMU, a mediated VM running. */
+    int refuse_guest;
     unsigned bad_calls;             /* unknown/closed fd, double close */
     /* Multiplexing: the event runs run_num/run_den of its enabled time. */
     uint64_t run_num, run_den;

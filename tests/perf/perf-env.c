@@ -25,12 +25,18 @@ void env_up(int host, const VpmuPerfSourceOpts *opts)
     char err[128];
 
     memset(&env, 0, sizeof(env));
-    fake_sys_init(&env.fs, host == HOST_HW);
+    fake_sys_init(&env.fs, host == HOST_HW || host == HOST_MEDIATED);
     if (host == HOST_NO_PERF) {
         env.fs.open_always = -EACCES;
     }
+    if (host == HOST_MEDIATED) {
+        env.fs.refuse_guest = -EOPNOTSUPP;
+    }
     if (opts) {
         o = *opts;
+    }
+    if (!o.sysroot) {
+        o.sysroot = ENV_NO_SYSROOT;
     }
     o.sys = &env.fs.sys;
     o.log = env_log;

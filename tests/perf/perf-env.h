@@ -53,7 +53,17 @@ typedef struct Env {
 
 extern Env env;
 
-enum { HOST_NO_HW = 0, HOST_HW = 1, HOST_NO_PERF = 2 };
+/*
+ * HOST_MEDIATED: a hardware PMU whose events that count guests perf
+ * refuses (EOPNOTSUPP), as with KVM's mediated vPMU and a mediated VM.
+ */
+enum { HOST_NO_HW = 0, HOST_HW = 1, HOST_NO_PERF = 2, HOST_MEDIATED = 3 };
+
+/*
+ * The sysroot of a source whose opts give none: no such directory, so
+ * that the fake host is the test's, whatever this machine's KVM says.
+ */
+#define ENV_NO_SYSROOT  "/nonexistent/vpmu-test-sysroot"
 
 /* Source on the fake sys (opts may be NULL: defaults + fake sys), PMU. */
 void env_up(int host, const VpmuPerfSourceOpts *opts);

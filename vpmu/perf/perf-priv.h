@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <vpmu/host.h>
 #include <vpmu/perf.h>
 
 #include "vpmu-log.h"
@@ -75,6 +76,7 @@ struct VpmuSourceHandle {
 typedef enum VpmuPerfLogKind {
     VPMU_PERF_LOG_ERROR,        /* a failed system call */
     VPMU_PERF_LOG_PINNED,       /* a pinned event the host could not keep */
+    VPMU_PERF_LOG_MEDIATED,     /* perf refuses events: KVM's mediated vPMU */
 } VpmuPerfLogKind;
 
 struct VpmuPerfSource {
@@ -91,6 +93,9 @@ struct VpmuPerfSource {
     unsigned soft_off;      /* active handles off for the guest, hw_on */
     VpmuLogger log;         /* opts.log; VpmuPerfLogKind once each */
     VpmuPerfStats stats;
+    char *sysroot;          /* opts.sysroot, copied */
+    VpmuHostCheck host;     /* KVM's mediated vPMU (perf-host.c) */
+    bool host_rechecked;    /* after a refusal, once (perf-host.c) */
 };
 
 /* perf-event.c: system calls through src->sys, -errno on failure. */
@@ -112,6 +117,14 @@ bool vpmu_perf_same_key(const struct perf_event_attr *a,
 int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
                          int *fd);
 int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h);
+
+/* perf-host.c: KVM's mediated vPMU (include/vpmu/host.h). */
+void vpmu_perf_host_probe(VpmuPerfSource *src, int cycles_err);
+/* The line for a host whose hardware events perf refused at the probe;
+ * false if the mediated vPMU is not why (the caller says what is). */
+bool vpmu_perf_host_log_refused(VpmuPerfSource *src, bool clock);
+void vpmu_perf_host_open_failed(VpmuPerfSource *src,
+                                const struct perf_event_attr *pa, int err);
 
 /* perf-service.c */
 void vpmu_perf_handle_release(VpmuPerfSource *src, VpmuSourceHandle *h);

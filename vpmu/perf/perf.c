@@ -76,6 +76,7 @@ static int new_handle(VpmuPerfSource *src, const struct perf_event_attr *pa,
     h->clock = src->clock_only;
     r = vpmu_perf_event_open(src, &h->pattr, &h->fd);
     if (r < 0) {
+        vpmu_perf_host_open_failed(src, &h->pattr, r);
         free(h);
         return r;
     }
@@ -294,6 +295,8 @@ static void probe_host(VpmuPerfSource *src)
 {
     int r = probe_hw(src);
 
+    /* Before the fallback: it reads the cycles probe's refusal. */
+    vpmu_perf_host_probe(src, r);
     if (r == 0) {
         return;
     }
@@ -301,6 +304,9 @@ static void probe_host(VpmuPerfSource *src)
     if (probe(src, VPMU_EVENT_CYCLES) == 0) {
         src->events = VPMU_EVENT_BIT(VPMU_EVENT_CYCLES) |
                       VPMU_EVENT_BIT(VPMU_EVENT_REF_CYCLES);
+        if (vpmu_perf_host_log_refused(src, true)) {
+            return;
+        }
         vpmu_logf(&src->log, "vpmu-perf: no hardware PMU on this host "
                   "(cycles: %s): guest cycles and ref-cycles count the "
                   "vCPU thread's CPU time (task-clock) at %llu Hz, "
@@ -309,6 +315,9 @@ static void probe_host(VpmuPerfSource *src)
         return;
     }
     src->events = 0;
+    if (vpmu_perf_host_log_refused(src, false)) {
+        return;
+    }
     vpmu_logf(&src->log, "vpmu-perf: perf_event_open is unavailable here "
               "(cycles: %s): every guest event is unavailable",
               strerror(-r));
@@ -340,6 +349,14 @@ int vpmu_perf_source_new(const VpmuPerfSourceOpts *opts,
         src->sys = *opts->sys;
     }
     src->opts.sys = NULL;       /* copied: the caller's may go away */
+    if (opts->sysroot) {
+        src->sysroot = strdup(opts->sysroot);
+        if (!src->sysroot) {
+            free(src);
+            return -ENOMEM;
+        }
+    }
+    src->opts.sysroot = src->sysroot;
     if (!src->opts.idle_passes) {
         src->opts.idle_passes = VPMU_PERF_IDLE_PASSES_DEFAULT;
     }
@@ -372,6 +389,7 @@ void vpmu_perf_source_free(VpmuPerfSource *src)
     /* Active handles only if the PMU was not freed first; never leak. */
     release_list(src, &src->active);
     release_list(src, &src->parked);
+    free(src->sysroot);
     free(src);
 }
 
