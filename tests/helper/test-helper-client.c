@@ -5,7 +5,8 @@
  * /proc, fake perf_event_open handing out /dev/null): connect and hello,
  * opens through the perf source's VpmuPerfSys, a refusal and its reason,
  * a helper that is down (only that open fails) and one that comes back
- * (the next open connects again), and the release a close sends.
+ * (the next open connects again), the release a close sends, and a perf
+ * source whose events the helper cannot open for KVM's mediated vPMU.
  */
 #include <check.h>
 #include <errno.h>
@@ -22,17 +23,27 @@
 #include <unistd.h>
 
 #include <vpmu/helper.h>
+#include <vpmu/host.h>
 
 #include "helper-server.h"
 #include "helper-test.h"
 #include "source-attr.h"
+#include "sysroot.h"
 
 static char dir[] = "/tmp/vpmu-cli-XXXXXX";
 static char sock[128], proc[160];
 static pid_t server = -1;
+/* The next server's host: KVM's mediated vPMU, a mediated VM running. */
+static bool server_mediated;
+static const char *server_sysroot;
 
 static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t tid)
 {
+    /* perf refuses what counts guests; the task clock is not perf's PMU's. */
+    if (server_mediated && attr->type != PERF_TYPE_SOFTWARE &&
+        !attr->exclude_guest) {
+        return -EOPNOTSUPP;
+    }
     return open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
@@ -40,7 +51,8 @@ static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t tid)
 static void serve(int lfd)
 {
     HelperServerOpts o = { .policy_dir = dir, .proc = proc, .rate = 100,
-                           .burst = 100, .open = fake_open };
+                           .burst = 100, .open = fake_open,
+                           .sysroot = server_sysroot };
 
     for (;;) {
         HelperConn c;
@@ -234,6 +246,71 @@ START_TEST(test_restart)
 }
 END_TEST
 
+static unsigned logs;
+static char last_log[600];
+
+static void count_log(void *opaque, const char *msg)
+{
+    logs++;
+    snprintf(last_log, sizeof(last_log), "%s", msg);
+}
+
+/*
+ * QEMU's path on a host with KVM's mediated vPMU: the perf source's
+ * cycles probe goes to the helper, whose perf_event_open is refused.  The
+ * helper's reply names the cause (query-vpmu's helper last-error), the
+ * source's own check finds it too (its query-vpmu reason, its line), and
+ * the guest keeps the task clock, which the helper opens.
+ */
+START_TEST(test_mediated)
+{
+    char root[] = SYSROOT_TEMPLATE;
+    SysrootSpec host = { .kvm_amd = "Y\n", .osrelease = "7.0.0\n" };
+    VpmuPerfSourceOpts o = { .exclude_host = true, .sysroot = root,
+                             .log = count_log };
+    VpmuPerfSource *src;
+    VpmuHelperStats st;
+    VpmuHostCheck hc;
+    VpmuPerfSys sys;
+    VpmuHelper *h;
+    char err[200];
+
+    sysroot_make(root, &host);
+    stop_server();
+    server_mediated = true;
+    server_sysroot = root;
+    start_server();
+    write_file(dir, "web.conf", "counters = 3\n");   /* every event */
+    ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)), 0);
+    vpmu_helper_perf_sys(h, &sys);
+    o.sys = &sys;
+    ck_assert_int_eq(vpmu_perf_source_new(&o, &src), 0);
+    ck_assert_uint_eq(vpmu_perf_source_events(src),
+                      VPMU_EVENT_BIT(VPMU_EVENT_CYCLES) |
+                      VPMU_EVENT_BIT(VPMU_EVENT_REF_CYCLES));
+    vpmu_helper_stats(h, &st);
+    ck_assert_uint_eq(st.refusals, 1);
+    ck_assert_uint_eq(st.opens, 1);             /* the task-clock probe */
+    ck_assert_int_eq(st.last_error, -EOPNOTSUPP);
+    ck_assert_str_eq(st.last_message, "KVM's mediated vPMU is on (kvm_amd): "
+                     "perf refuses events that count guests; run VMs "
+                     "without vpmu, or load kvm_amd with "
+                     "enable_mediated_pmu=0");
+    vpmu_perf_source_host(src, &hc);
+    ck_assert_int_eq(hc.mode, VPMU_HOST_MODE_MEDIATED);
+    ck_assert_str_eq(hc.module, "kvm_amd");
+    ck_assert_uint_eq(logs, 1);
+    ck_assert_ptr_nonnull(strstr(last_log, "vpmu-perf: KVM's mediated vPMU "
+                                 "is on (kvm_amd.enable_mediated_pmu=Y) and "
+                                 "perf refused one (EOPNOTSUPP)"));
+    vpmu_perf_source_free(src);
+    vpmu_helper_free(h);
+    server_mediated = false;
+    server_sysroot = NULL;
+    sysroot_remove(root);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("helper-client");
@@ -246,6 +323,7 @@ int main(void)
     tcase_add_test(tc, test_hello_refused);
     tcase_add_test(tc, test_open_and_refusal);
     tcase_add_test(tc, test_restart);
+    tcase_add_test(tc, test_mediated);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -5,8 +5,9 @@
  * perf_event_open that hands out /dev/null: the hello, a granted open
  * (the fd arrives), and every refusal: another process's thread, an attr
  * the perf source never builds, the policy's events, raw and pinned
- * rules, exclude_host, the per-thread event limit, the rate limit, and
- * malformed, short, oversized and truncated messages.  The connection
+ * rules, exclude_host, the per-thread event limit, the rate limit, a
+ * perf_event_open refused by KVM's mediated vPMU (named, with the
+ * choice), and malformed, short, oversized and truncated messages.  The connection
  * survives each, and no fd leaks: not when the peer hangs up before its
  * answer, nor when it sends fds along.
  */
@@ -26,6 +27,7 @@
 #include "helper-server.h"
 #include "helper-test.h"
 #include "source-attr.h"
+#include "sysroot.h"
 
 static char proc[] = "/tmp/vpmu-proc-XXXXXX";
 static char pol[] = "/tmp/vpmu-pol-XXXXXX";
@@ -42,6 +44,13 @@ static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t tid)
     last_attr = *attr;
     last_tid = tid;
     return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* KVM's mediated vPMU with a mediated VM: perf refuses what counts guests. */
+static int refusing_open(void *ctx, struct perf_event_attr *attr, pid_t tid)
+{
+    fake_opens++;
+    return -EOPNOTSUPP;
 }
 
 /* A process in /proc: its cgroup names VM "test-vm"; @tid is its thread. */
@@ -322,6 +331,49 @@ START_TEST(test_malformed)
 }
 END_TEST
 
+/*
+ * perf_event_open says EOPNOTSUPP.  Where KVM's mediated vPMU is on (its
+ * parameter, or Linux 7.0 with none visible) the client learns that and
+ * how to choose (160 bytes at most); elsewhere, the bare error.
+ */
+START_TEST(test_mediated_refusal)
+{
+    static const struct {
+        SysrootSpec host;
+        const char *message;
+    } t[] = {
+        { { .kvm_amd = "Y\n", .osrelease = "7.0.0-1-amd64\n" },
+          "KVM's mediated vPMU is on (kvm_amd): perf refuses events that "
+          "count guests; run VMs without vpmu, or load kvm_amd with "
+          "enable_mediated_pmu=0" },
+        { { .kvm_intel = "Y\n", .osrelease = "7.0.0\n" },
+          "KVM's mediated vPMU is on (kvm_intel): perf refuses events that "
+          "count guests; run VMs without vpmu, or load kvm_intel with "
+          "enable_mediated_pmu=0" },
+        { { .no_sys = 1, .osrelease = "7.1.0\n" },
+          "KVM's mediated vPMU is on: perf refuses events that count "
+          "guests; run VMs without vpmu, or load kvm_amd/kvm_intel with "
+          "enable_mediated_pmu=0" },
+        { { .kvm_amd = "N\n", .osrelease = "7.0.0\n" },
+          "perf_event_open: Operation not supported" },
+        { { .kvm_amd = "garbage\n", .osrelease = "6.12.0\n" },
+          "perf_event_open: Operation not supported" },
+    };
+    char root[] = SYSROOT_TEMPLATE;
+    VpmuHelperOpen req = open_req(getpid());
+
+    opts.open = refusing_open;
+    for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        sysroot_make(root, &t[i].host);
+        opts.sysroot = root;
+        refused(&req, sizeof(req), -EOPNOTSUPP, t[i].message);
+        sysroot_remove(root);
+    }
+    ck_assert_uint_eq(fake_opens, 5);
+    ck_assert_uint_eq(conn.stats.refusals, 5);
+}
+END_TEST
+
 /* No policy file for the VM, and no default: every request refused. */
 START_TEST(test_no_policy)
 {
@@ -428,6 +480,7 @@ int main(void)
     tcase_add_test(tc, test_hello_policy);
     tcase_add_test(tc, test_open);
     tcase_add_test(tc, test_policy_refusals);
+    tcase_add_test(tc, test_mediated_refusal);
     tcase_add_test(tc, test_event_limit);
     tcase_add_test(tc, test_rate);
     tcase_add_test(tc, test_malformed);

@@ -60,6 +60,9 @@ int helper_vm_identity(const char *proc, pid_t pid, char *vm, size_t len,
 typedef struct HelperServerOpts {
     const char *policy_dir;
     const char *proc;           /* "/proc" */
+    /* Where KVM's module parameters are read when perf refuses an event
+       (vpmu_host_check()); NULL = "/", tests give a recorded tree. */
+    const char *sysroot;
     unsigned rate;              /* OPENs refilled per second, per client */
     unsigned burst;             /* OPENs a client may make at once */
     /* perf_event_open(2) for the helper; NULL = the system call. */

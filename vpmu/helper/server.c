@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <vpmu/host.h>
 #include <vpmu/perf.h>
 
 #include "helper-server.h"
@@ -238,6 +239,31 @@ static int check_policy(HelperConn *c, const HelperServerOpts *o,
     return 1;
 }
 
+/*
+ * perf_event_open failed.  Where KVM's mediated vPMU is on, perf refuses
+ * every event that counts guests while a VM with it exists: the client
+ * gets that, and the choice, instead of a bare "Operation not supported"
+ * (docs/kvm.md, "Mediated hosts").  The message must fit 160 bytes.
+ */
+static int refuse_open_failed(HelperConn *c, const HelperServerOpts *o,
+                              const VpmuHelperOpen *req,
+                              const struct perf_event_attr *attr, int err)
+{
+    VpmuHostCheck h;
+
+    if (err != -EOPNOTSUPP ||
+        vpmu_host_check(o->sysroot, attr, err, &h) < 0 ||
+        h.mode != VPMU_HOST_MODE_MEDIATED) {
+        return refuse(c, o, &req->hdr, err, "perf_event_open: %s",
+                      strerror(-err));
+    }
+    return refuse(c, o, &req->hdr, err, "KVM's mediated vPMU is on%s%s%s: "
+                  "perf refuses events that count guests; run VMs without "
+                  "vpmu, or load %s with enable_mediated_pmu=0",
+                  h.module[0] ? " (" : "", h.module, h.module[0] ? ")" : "",
+                  h.module[0] ? h.module : "kvm_amd/kvm_intel");
+}
+
 static int serve_open(HelperConn *c, const HelperServerOpts *o,
                       const VpmuHelperOpen *req)
 {
@@ -276,8 +302,7 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
     }
     fd = sys_open(o, &attr, req->tid);
     if (fd < 0) {
-        return refuse(c, o, &req->hdr, fd, "perf_event_open: %s",
-                      strerror(-fd));
+        return refuse_open_failed(c, o, req, &attr, fd);
     }
     /* The thread may have exited and its id gone to another process. */
     if (!peer_thread(c, o, req->tid)) {

@@ -28,6 +28,8 @@
 
 #include <linux/capability.h>
 
+#include <vpmu/host.h>
+
 #include "helper-server.h"
 
 #define SD_LISTEN_FDS_START 3   /* sd_listen_fds(3) */
@@ -101,6 +103,21 @@ static int drop_caps(bool verbose)
                 (keep >> CAP_SYS_ADMIN) & 1 ? ", CAP_SYS_ADMIN" : "");
     }
     return 0;
+}
+
+/*
+ * Where KVM's mediated vPMU is on, perf refuses every event this helper
+ * opens while a VM with it exists (docs/kvm.md, "Mediated hosts"): said
+ * once at start, whatever --verbose says, and in each such refusal.
+ */
+static void log_host_mode(void)
+{
+    VpmuHostCheck h;
+
+    vpmu_host_check(NULL, NULL, 0, &h);
+    if (h.mode != VPMU_HOST_MODE_PERF) {
+        fprintf(stderr, "vpmu-helper: %s\n", h.reason);
+    }
 }
 
 /* The socket systemd passed, or -1 if it passed none. */
@@ -303,6 +320,7 @@ int main(int argc, char **argv)
                 strerror(-r));
         return 1;
     }
+    log_host_mode();
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
