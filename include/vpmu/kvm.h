@@ -68,6 +68,40 @@ typedef enum VpmuKvmRdpmc {
     VPMU_KVM_RDPMC_SNAPSHOT = 1,    /* values at mirror points only */
 } VpmuKvmRdpmc;
 
+/*
+ * Which PMU MSR accesses exit to vpmu; the others KVM's own vPMU serves in
+ * the kernel, from state vpmu keeps in step there (docs/kvm.md, "Who
+ * serves which MSR").  vpmu_kvm_roles() is the rule.
+ */
+typedef enum VpmuKvmSync {
+    /*
+     * Exact for any guest.  Every access exits, except that KVM holds the
+     * overflow status when its vPMU has the global MSRs (Intel version 2+,
+     * AMD PerfMonV2): vpmu writes the status with each PMI and the guest's
+     * status reads and acknowledgements (OVF_CTRL, STATUS_CLR) stay in KVM.
+     */
+    VPMU_KVM_SYNC_AUTO = 0,
+    VPMU_KVM_SYNC_STRICT,       /* every PMU MSR access exits */
+    /*
+     * Also counter and selector writes and reads of the global control go
+     * to KVM; only global-control writes exit, and vpmu takes what the
+     * guest wrote from KVM then.  Exact for a guest that reprograms a
+     * counter only while the global control has it off, as Linux does on
+     * Intel version 2+ and AMD PerfMonV2; a write to a globally enabled
+     * counter is seen late (counted in VpmuKvmStats.sync_late, logged).
+     * Needs the global MSRs in the guest's PMU and in KVM's.
+     */
+    VPMU_KVM_SYNC_LINUX,
+} VpmuKvmSync;
+
+/* What the host's KVM vPMU offers (vpmu_kvm_probe()). */
+typedef struct VpmuKvmCaps {
+    bool pmu;                   /* a vPMU that serves RDPMC */
+    bool global_msrs;           /* it emulates GLOBAL_CTRL, GLOBAL_STATUS
+                                   and their clear MSR for the host's vendor
+                                   (Intel version 2+, AMD PerfMonV2) */
+} VpmuKvmCaps;
+
 typedef struct VpmuKvmOpts {
     int vm_fd;
     int vcpu_fd;
@@ -93,6 +127,9 @@ typedef struct VpmuKvmOpts {
      * the guest counters vpmu counts; the rest are snapshots.
      */
     unsigned host_counters;
+    VpmuKvmSync sync;
+    /* NULL: vpmu_kvm_probe(); must be what the MSR filter was made with. */
+    const VpmuKvmCaps *caps;
     /*
      * May be NULL: the system's ioctl().  Every KVM ioctl of the front end
      * goes through it (tests record KVM_SET_MSRS with it); gets opaque.
@@ -113,6 +150,16 @@ typedef struct VpmuKvmStats {
     uint64_t pmi_masked;            /* PMIs dropped: LVTPC masked */
     uint64_t inject_errors;
     bool kvm_pmu;                   /* KVM's vPMU is there for RDPMC */
+    /* Exits served, by VpmuMsrRole: [role][0] RDMSR, [role][1] WRMSR. */
+    uint64_t exits[VPMU_MSR_ROLE__COUNT][2];
+    /* The front end's KVM ioctls, by kind. */
+    uint64_t set_msrs, get_msrs, get_lapic, nmi, signal_msi;
+    VpmuKvmSync sync;               /* in force: AUTO, STRICT or LINUX */
+    unsigned kvm_read_roles;        /* 1u << role: reads KVM serves */
+    unsigned kvm_write_roles;       /* ... writes KVM serves */
+    uint64_t status_writes;         /* overflow bits written into KVM */
+    uint64_t sync_late;             /* LINUX: counters the guest changed
+                                       while globally enabled */
 } VpmuKvmStats;
 
 /* Bytes of bitmap storage vpmu_kvm_msr_filter() may need. */
@@ -131,6 +178,32 @@ typedef struct VpmuKvmStats {
 VPMU_API int vpmu_kvm_msr_filter(const VpmuConfig *cfg,
                                  struct kvm_msr_filter *filter,
                                  void *bitmaps, size_t len);
+
+/**
+ * vpmu_kvm_probe() - what the host's KVM vPMU offers, on the VM @vm_fd:
+ * KVM_CAP_PMU_CAPABILITY and KVM_GET_SUPPORTED_CPUID (/dev/kvm).
+ */
+VPMU_API void vpmu_kvm_probe(int vm_fd, VpmuKvmCaps *out);
+
+/**
+ * vpmu_kvm_roles() - which PMU MSR accesses KVM serves under @sync, for a
+ * guest PMU @cfg on a KVM with @caps: masks of 1u << VpmuMsrRole in @rd
+ * (RDMSR) and @wr (WRMSR); every other PMU MSR access exits.
+ * Return: 0; -ENOTSUP if @sync needs what @cfg or @caps lack (LINUX: the
+ * global MSRs), with the reason in @err.
+ */
+VPMU_API int vpmu_kvm_roles(const VpmuConfig *cfg, VpmuKvmSync sync,
+                            const VpmuKvmCaps *caps, unsigned *rd,
+                            unsigned *wr, char *err, size_t errlen);
+
+/**
+ * vpmu_kvm_msr_filter_roles() - vpmu_kvm_msr_filter() that leaves the
+ * accesses of vpmu_kvm_roles() to KVM: read and write ranges apart.
+ */
+VPMU_API int vpmu_kvm_msr_filter_roles(const VpmuConfig *cfg, unsigned rd,
+                                       unsigned wr,
+                                       struct kvm_msr_filter *filter,
+                                       void *bitmaps, size_t len);
 
 /**
  * vpmu_kvm_new() - the KVM front end of one vCPU, with its VpmuPmu.
@@ -187,6 +260,15 @@ VPMU_API int vpmu_kvm_mirror(VpmuKvm *k);
  * the vCPU does not run.
  */
 VPMU_API void vpmu_kvm_state_changed(VpmuKvm *k);
+
+/**
+ * vpmu_kvm_sync() - take what KVM holds for vpmu (the overflow status the
+ * guest acknowledged there; LINUX: its counter and selector writes) into
+ * the PMU now, e.g. before vpmu_pmu_save().  On the vCPU thread, or while
+ * the vCPU does not run.
+ * Return: 0, or -errno of KVM_GET_MSRS.
+ */
+VPMU_API int vpmu_kvm_sync(VpmuKvm *k);
 
 /** vpmu_kvm_stats() - copy the statistics into @out. */
 VPMU_API void vpmu_kvm_stats(const VpmuKvm *k, VpmuKvmStats *out);

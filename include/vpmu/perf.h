@@ -126,6 +126,10 @@ typedef struct VpmuPerfStats {
     unsigned active;            /* host events backing a guest counter */
     unsigned parked;            /* idle host events kept for reuse */
     bool hw_pmu;                /* the host has a hardware PMU */
+    /* The system calls made (VpmuPerfSys), by kind, errors included. */
+    uint64_t sys_opens, sys_ioctls, sys_reads, sys_fcntls, sys_closes;
+    uint64_t services;          /* vpmu_perf_source_service() calls: the
+                                   VMM's overflow signals taken */
 } VpmuPerfStats;
 
 /**

@@ -162,11 +162,32 @@ typedef enum VpmuMsrClass {
     VPMU_MSR_CLASS_OTHER,       /* status reset/set, in use, capabilities */
 } VpmuMsrClass;
 
+/*
+ * What a PMU MSR does, finer than its class: a front end counts its exits
+ * by role and leaves whole roles to another PMU (KVM's) in its MSR filter.
+ */
+typedef enum VpmuMsrRole {
+    VPMU_MSR_ROLE_COUNTER,      /* PMC, A_PMC, FIXED_CTR, PERF_CTR */
+    VPMU_MSR_ROLE_SELECTOR,     /* PERFEVTSEL, PERF_CTL, FIXED_CTR_CTRL */
+    VPMU_MSR_ROLE_GLOBAL_CTRL,  /* GLOBAL_CTRL, PerfCntrGlobalCtl */
+    VPMU_MSR_ROLE_STATUS,       /* GLOBAL_STATUS, PerfCntrGlobalStatus */
+    VPMU_MSR_ROLE_STATUS_CLEAR, /* OVF_CTRL / STATUS_RESET, STATUS_CLR */
+    VPMU_MSR_ROLE_STATUS_SET,   /* GLOBAL_STATUS_SET, STATUS_SET */
+    VPMU_MSR_ROLE_OTHER,        /* in use, capabilities, DEBUGCTL */
+    VPMU_MSR_ROLE__COUNT,
+} VpmuMsrRole;
+
+#define VPMU_MSR_ROLES_ALL ((1u << VPMU_MSR_ROLE__COUNT) - 1)
+
 typedef struct VpmuMsrInfo {
     VpmuMsrClass cls;
+    VpmuMsrRole role;
     /* The counters it concerns: GP i is bit i, fixed j bit nr_gp + j. */
     uint64_t counters;
-    /* CONTROL: the bits of its value that enable counters, its value now. */
+    /*
+     * CONTROL: the bits of its value that enable counters, its value now.
+     * STATUS: its value as last folded (no source access).
+     */
     uint64_t enables;
     uint64_t value;
 } VpmuMsrInfo;
@@ -183,6 +204,8 @@ typedef struct VpmuCounterMsrs {
     uint64_t control_pmi;       /* in the field: interrupt on overflow */
     uint32_t global;            /* GLOBAL_CTRL / PerfCntrGlobalCtl, 0: none */
     uint64_t global_enable;     /* its enable bit in global */
+    uint32_t counter_full;      /* takes a full-width value: Intel A_PMC
+                                   with FW_WRITE, else = counter */
 } VpmuCounterMsrs;
 
 /**
@@ -249,6 +272,14 @@ VPMU_API int vpmu_pmu_rdmsr(VpmuPmu *pmu, uint32_t msr, uint64_t *val);
  * Return: 0; -ENOENT (not a PMU MSR); -EINVAL (#GP, nothing changed).
  */
 VPMU_API int vpmu_pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val);
+
+/**
+ * vpmu_pmu_wrmsr_taken() - a WRMSR another PMU served and retired (KVM's,
+ * when a front end leaves it an MSR): the state change of
+ * vpmu_pmu_wrmsr(), without counting the WRMSR, which that PMU counted.
+ * Return: as vpmu_pmu_wrmsr().
+ */
+VPMU_API int vpmu_pmu_wrmsr_taken(VpmuPmu *pmu, uint32_t msr, uint64_t val);
 
 /**
  * vpmu_pmu_rdpmc() - a guest RDPMC that passed vpmu_rdpmc_permitted().
@@ -363,6 +394,16 @@ VPMU_API size_t vpmu_pmu_msr_spans(const VpmuPmu *pmu, VpmuMsrSpan *out,
  */
 VPMU_API int vpmu_config_msr_spans(const VpmuConfig *cfg, VpmuMsrSpan *out,
                                    size_t max);
+
+/**
+ * vpmu_config_msr_spans_of() - vpmu_config_msr_spans() of the MSRs whose
+ * role (VpmuMsrRole) is in @roles, a mask of 1u << role.
+ */
+VPMU_API int vpmu_config_msr_spans_of(const VpmuConfig *cfg, unsigned roles,
+                                      VpmuMsrSpan *out, size_t max);
+
+/** vpmu_config_msr_role() - the role of @msr on a PMU of @cfg, or -ENOENT. */
+VPMU_API int vpmu_config_msr_role(const VpmuConfig *cfg, uint32_t msr);
 
 /**
  * vpmu_pmu_msr_info() - what @msr is on this PMU (its class, the counters

@@ -576,7 +576,8 @@ uint64_t vpmu_pmu_read_status(VpmuPmu *pmu)
 }
 
 void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                    uint64_t val, const VpmuCtl dec[VPMU_MAX_FIXED])
+                    uint64_t val, const VpmuCtl dec[VPMU_MAX_FIXED],
+                    bool retire)
 {
     switch (kind) {
     case VPMU_MSR_PMC:
@@ -612,5 +613,7 @@ void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
         break;
     }
     /* WRMSR retires after the write: the enabling one counts. */
-    count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, 0);
+    if (retire) {
+        count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, 0);
+    }
 }

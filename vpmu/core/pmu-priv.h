@@ -149,6 +149,30 @@ static inline VpmuMsrKind vpmu_msr_unalias(VpmuMsrKind kind, unsigned *idx)
     return kind;
 }
 
+/* The role of an unaliased MSR kind (VpmuMsrRole). */
+static inline VpmuMsrRole vpmu_msr_kind_role(VpmuMsrKind kind)
+{
+    switch (kind) {
+    case VPMU_MSR_PMC:
+    case VPMU_MSR_A_PMC:
+    case VPMU_MSR_FIXED_CTR:
+        return VPMU_MSR_ROLE_COUNTER;
+    case VPMU_MSR_EVTSEL:
+    case VPMU_MSR_FIXED_CTR_CTRL:
+        return VPMU_MSR_ROLE_SELECTOR;
+    case VPMU_MSR_GLOBAL_CTRL:
+        return VPMU_MSR_ROLE_GLOBAL_CTRL;
+    case VPMU_MSR_GLOBAL_STATUS:
+        return VPMU_MSR_ROLE_STATUS;
+    case VPMU_MSR_GLOBAL_OVF_CTRL:
+        return VPMU_MSR_ROLE_STATUS_CLEAR;
+    case VPMU_MSR_GLOBAL_STATUS_SET:
+        return VPMU_MSR_ROLE_STATUS_SET;
+    default:
+        return VPMU_MSR_ROLE_OTHER;
+    }
+}
+
 typedef struct VpmuMsrRange {
     uint32_t base;
     uint32_t count;
@@ -269,7 +293,8 @@ void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec);
  * WRMSR itself retires.
  */
 void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                    uint64_t val, const VpmuCtl dec[VPMU_MAX_FIXED]);
+                    uint64_t val, const VpmuCtl dec[VPMU_MAX_FIXED],
+                    bool retire);
 uint64_t vpmu_pmu_read_status(VpmuPmu *pmu);
 void vpmu_pmu_reprogram_all(VpmuPmu *pmu);
 /* Counter @i of all counters: GP counters first, then fixed ones. */

@@ -363,7 +363,7 @@ void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
     out->event = pmu->arch->fixed_events[c->idx];
 }
 
-int vpmu_pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val)
+static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
 {
     VpmuCtl dec[VPMU_MAX_FIXED];
     VpmuMsrKind kind;
@@ -390,8 +390,18 @@ int vpmu_pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val)
                             vpmu_fixed_ctrl_field(val, i), &dec[i]);
         }
     }
-    vpmu_pmu_apply(pmu, kind, idx, val, dec);
+    vpmu_pmu_apply(pmu, kind, idx, val, dec, retire);
     return 0;
+}
+
+int vpmu_pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val)
+{
+    return pmu_wrmsr(pmu, msr, val, true);
+}
+
+int vpmu_pmu_wrmsr_taken(VpmuPmu *pmu, uint32_t msr, uint64_t val)
+{
+    return pmu_wrmsr(pmu, msr, val, false);
 }
 
 int vpmu_pmu_rdpmc(VpmuPmu *pmu, uint32_t ecx, uint64_t *val)
@@ -485,44 +495,6 @@ void vpmu_pmu_stats(const VpmuPmu *pmu, VpmuStats *out)
     *out = pmu->stats;
 }
 
-int vpmu_config_msr_spans(const VpmuConfig *cfg, VpmuMsrSpan *out,
-                          size_t max)
-{
-    const VpmuArchOps *arch;
-    VpmuMsrSpan cur = { 0, 0 };
-    size_t n = 0;
-
-    if (vpmu_config_check(cfg, NULL, 0) < 0) {
-        return -EINVAL;
-    }
-    arch = vpmu_arch_for(cfg->vendor);
-    /* Ranges are sorted by base; merge existing MSRs into runs. */
-    for (size_t i = 0; i < arch->nr_ranges; i++) {
-        const VpmuMsrRange *r = &arch->ranges[i];
-
-        for (unsigned idx = 0; idx < r->count; idx++) {
-            uint32_t msr = r->base + idx;
-
-            if (!arch->msr_exists(cfg, r->kind, idx)) {
-                continue;
-            }
-            if (cur.count && cur.base + cur.count == msr) {
-                cur.count++;
-                continue;
-            }
-            if (cur.count && n++ < max) {
-                out[n - 1] = cur;
-            }
-            cur.base = msr;
-            cur.count = 1;
-        }
-    }
-    if (cur.count && n++ < max) {
-        out[n - 1] = cur;
-    }
-    return (int)n;
-}
-
 size_t vpmu_pmu_msr_spans(const VpmuPmu *pmu, VpmuMsrSpan *out, size_t max)
 {
     return (size_t)vpmu_config_msr_spans(&pmu->cfg, out, max);
@@ -548,6 +520,7 @@ int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
         return -ENOENT;
     }
     memset(out, 0, sizeof(*out));
+    out->role = vpmu_msr_kind_role(kind);
     /* Mirror bits: GP i is bit i, fixed j bit nr_gp + j; all by default. */
     out->counters = BIT_ULL(vpmu_nr_counters(pmu)) - 1;
     switch (kind) {
@@ -573,6 +546,7 @@ int vpmu_pmu_msr_info(VpmuPmu *pmu, uint32_t msr, VpmuMsrInfo *out)
         break;
     case VPMU_MSR_GLOBAL_STATUS:
         out->cls = VPMU_MSR_CLASS_STATUS;
+        out->value = pmu->global_status;    /* as last folded */
         return 0;
     default:
         out->cls = VPMU_MSR_CLASS_OTHER;
@@ -623,9 +597,13 @@ int vpmu_pmu_counter_msrs(const VpmuPmu *pmu, uint32_t id,
         out->control_pmi = VPMU_FIXED_CTRL_PMI;
     } else {
         out->counter = msr_of(pmu, VPMU_MSR_PMC, c->idx);
+        out->counter_full = msr_of(pmu, VPMU_MSR_A_PMC, c->idx);
         out->control = msr_of(pmu, VPMU_MSR_EVTSEL, c->idx);
         out->control_os = VPMU_EVTSEL_OS;
         out->control_pmi = VPMU_EVTSEL_INT;
+    }
+    if (!out->counter_full) {
+        out->counter_full = out->counter;
     }
     if (pmu->has_global) {
         out->global = msr_of(pmu, VPMU_MSR_GLOBAL_CTRL, 0);

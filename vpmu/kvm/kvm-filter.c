@@ -24,6 +24,8 @@
 
 #include <vpmu/kvm.h>
 
+#include "vpmu-log.h"
+
 /* One bit per MSR, bitmaps padded to u64 words (KVM copies whole longs). */
 #define FILTER_WORD_BYTES   8u
 #define FILTER_MAX_MSRS     (KVM_MSR_FILTER_MAX_BITMAP_SIZE * 8u)
@@ -58,14 +60,23 @@ static void deny_span(struct kvm_msr_filter_range *range,
  * extending a range never forces an extra one later.
  */
 static int build_ranges(const VpmuMsrSpan *spans, size_t nspans,
-                        struct kvm_msr_filter *filter, uint8_t *bitmaps,
-                        size_t len)
+                        uint32_t flags, struct kvm_msr_filter *filter,
+                        uint8_t *bitmaps, size_t len, size_t *usedp)
 {
-    size_t used = 0;
+    size_t used = *usedp;
     unsigned nr = 0;
 
+    unsigned first;
+
+    /* Ranges already made (the read ranges, before the write ones). */
+    while (nr < KVM_MSR_FILTER_MAX_RANGES && filter->ranges[nr].nmsrs) {
+        nr++;
+    }
+    first = nr;
+
     for (size_t s = 0; s < nspans; s++) {
-        struct kvm_msr_filter_range *cur = nr ? &filter->ranges[nr - 1] : NULL;
+        struct kvm_msr_filter_range *cur =
+            nr > first ? &filter->ranges[nr - 1] : NULL;
         uint64_t end = (uint64_t)spans[s].base + spans[s].count;
 
         if (cur) {
@@ -86,7 +97,7 @@ static int build_ranges(const VpmuMsrSpan *spans, size_t nspans,
             return -ENOSPC;
         }
         cur = &filter->ranges[nr++];
-        cur->flags = KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE;
+        cur->flags = flags;
         cur->base = spans[s].base;
         cur->nmsrs = spans[s].count;
         cur->bitmap = bitmaps + used;
@@ -94,30 +105,104 @@ static int build_ranges(const VpmuMsrSpan *spans, size_t nspans,
         used += bitmap_bytes(cur->nmsrs);
         deny_span(cur, &spans[s]);
     }
+    *usedp = used;
     return (int)nr;
 }
 
-int vpmu_kvm_msr_filter(const VpmuConfig *cfg, struct kvm_msr_filter *filter,
-                        void *bitmaps, size_t len)
+/* The ranges that trap the MSRs of @roles for the accesses in @flags. */
+static int add_ranges(const VpmuConfig *cfg, unsigned roles, uint32_t flags,
+                      struct kvm_msr_filter *filter, uint8_t *bitmaps,
+                      size_t len, size_t *used)
 {
     VpmuMsrSpan spans[MAX_SPANS];
-    int nspans, ret;
+    int nspans = vpmu_config_msr_spans_of(cfg, roles, spans, MAX_SPANS);
 
-    if (!cfg || !filter || (!bitmaps && len)) {
-        return -EINVAL;
-    }
-    nspans = vpmu_config_msr_spans(cfg, spans, MAX_SPANS);
     if (nspans < 0) {
         return nspans;
     }
     if (nspans > MAX_SPANS) {
         return -ENOSPC;
     }
+    return build_ranges(spans, (size_t)nspans, flags, filter, bitmaps, len,
+                        used);
+}
+
+/*
+ * KVM takes, for each access, the first range that covers the MSR and has
+ * that access's flag (kvm_msr_allowed()), so the read and the write
+ * ranges may cover the same MSRs with different bitmaps.
+ */
+int vpmu_kvm_msr_filter_roles(const VpmuConfig *cfg, unsigned rd,
+                              unsigned wr, struct kvm_msr_filter *filter,
+                              void *bitmaps, size_t len)
+{
+    size_t used = 0;
+    int ret;
+
+    if (!cfg || !filter || (!bitmaps && len)) {
+        return -EINVAL;
+    }
     memset(filter, 0, sizeof(*filter));
     filter->flags = KVM_MSR_FILTER_DEFAULT_ALLOW;
-    ret = build_ranges(spans, (size_t)nspans, filter, bitmaps, len);
+    if (rd == wr) {
+        ret = add_ranges(cfg, VPMU_MSR_ROLES_ALL & ~rd,
+                         KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE, filter,
+                         bitmaps, len, &used);
+    } else {
+        ret = add_ranges(cfg, VPMU_MSR_ROLES_ALL & ~rd, KVM_MSR_FILTER_READ,
+                         filter, bitmaps, len, &used);
+        if (ret >= 0) {
+            ret = add_ranges(cfg, VPMU_MSR_ROLES_ALL & ~wr,
+                             KVM_MSR_FILTER_WRITE, filter, bitmaps, len,
+                             &used);
+        }
+    }
     if (ret < 0) {
         memset(filter, 0, sizeof(*filter));
     }
     return ret;
+}
+
+int vpmu_kvm_msr_filter(const VpmuConfig *cfg, struct kvm_msr_filter *filter,
+                        void *bitmaps, size_t len)
+{
+    return vpmu_kvm_msr_filter_roles(cfg, 0, 0, filter, bitmaps, len);
+}
+
+#define ROLE(r) (1u << VPMU_MSR_ROLE_##r)
+
+int vpmu_kvm_roles(const VpmuConfig *cfg, VpmuKvmSync sync,
+                   const VpmuKvmCaps *caps, unsigned *rd, unsigned *wr,
+                   char *err, size_t errlen)
+{
+    /* The guest's PMU has the global MSRs (Intel v2+, AMD PerfMonV2). */
+    bool global = vpmu_config_msr_spans_of(cfg, ROLE(GLOBAL_CTRL), NULL,
+                                           0) > 0;
+    bool kvm = caps->pmu && caps->global_msrs;
+
+    *rd = *wr = 0;
+    switch (sync) {
+    case VPMU_KVM_SYNC_STRICT:
+        return 0;
+    case VPMU_KVM_SYNC_AUTO:
+        if (global && kvm) {
+            *rd = ROLE(STATUS);
+            *wr = ROLE(STATUS_CLEAR);
+        }
+        return 0;
+    case VPMU_KVM_SYNC_LINUX:
+        if (!global || !kvm) {
+            return vpmu_errorf(err, errlen, -ENOTSUP, "sync=linux needs the global "
+                            "control in the guest's PMU (Intel version 2+, "
+                            "AMD PerfMonV2) and in KVM's vPMU (%s)",
+                            !global ? "the guest's PMU has none" :
+                            !caps->pmu ? "KVM has no vPMU" :
+                            "KVM's vPMU has no global MSRs");
+        }
+        *rd = ROLE(STATUS);
+        *wr = ROLE(STATUS_CLEAR) | ROLE(COUNTER) | ROLE(SELECTOR);
+        return 0;
+    }
+    return vpmu_errorf(err, errlen, -EINVAL, "sync: %d is not a VpmuKvmSync",
+                       (int)sync);
 }

@@ -28,7 +28,7 @@
 typedef struct MirrorBuf {
     struct kvm_msrs hdr;
     /* selectors, FIXED_CTR_CTRL, the global control, then the values */
-    struct kvm_msr_entry e[2 * MAX_MIRROR + 2];
+    struct kvm_msr_entry e[2 * MAX_MIRROR + 4];
 } MirrorBuf;
 
 static void add(MirrorBuf *b, uint32_t msr, uint64_t val)
@@ -36,17 +36,6 @@ static void add(MirrorBuf *b, uint32_t msr, uint64_t val)
     b->e[b->hdr.nmsrs].index = msr;
     b->e[b->hdr.nmsrs].data = val;
     b->hdr.nmsrs++;
-}
-
-static unsigned nr_counters(const VpmuKvm *k)
-{
-    return k->cfg.nr_gp + k->cfg.nr_fixed;
-}
-
-static uint32_t counter_id(const VpmuKvm *k, unsigned i)
-{
-    return i < k->cfg.nr_gp ? VPMU_COUNTER_GP(i)
-                            : VPMU_COUNTER_FIXED_ID(i - k->cfg.nr_gp);
 }
 
 /*
@@ -110,12 +99,6 @@ static bool kvm_counts_exit(const VpmuKvm *k, unsigned i,
     return k->served_exit && info->state == VPMU_COUNTER_COUNTING &&
            info->event == VPMU_EVENT_INSTRUCTIONS &&
            (info->control & k->msrs[i].control_os);
-}
-
-static uint64_t counter_width(const VpmuKvm *k, unsigned i)
-{
-    return i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
-                            : (1ull << k->cfg.fixed_width) - 1;
 }
 
 /*
@@ -201,12 +184,12 @@ void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
         return;
     }
     memset(&b, 0, sizeof(b));
-    for (unsigned i = 0; i < nr_counters(k); i++) {
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
         if (!(mask & (1ull << i))) {
             continue;
         }
         /* Reads vpmu's source now: a multiplexed interval shows in mux. */
-        if (vpmu_pmu_counter_info(k->pmu, counter_id(k, i), &info[i]) < 0 ||
+        if (vpmu_pmu_counter_info(k->pmu, vpmu_kvm__id(k, i), &info[i]) < 0 ||
             !kvm_emulates(k, i, &info[i])) {
             k->kvm_base_valid &= ~(1ull << i);
             continue;
@@ -232,7 +215,7 @@ void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
     }
     for (unsigned j = 0; j < n; j++) {
         unsigned i = idx[j];
-        uint64_t width = counter_width(k, i);
+        uint64_t width = vpmu_kvm__width(k, i);
         uint64_t kvm = b.e[j].data & width;
         uint64_t vpmu = (info[i].value -
                          (k->served_exit && kvm_counts_exit(k, i, &info[i])))
@@ -241,7 +224,7 @@ void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
                      & width;
 
         if (d && d <= width >> 1 && mux == k->base_mux[i] &&
-            vpmu_pmu_counter_add(k->pmu, counter_id(k, i), d) == 0) {
+            vpmu_pmu_counter_add(k->pmu, vpmu_kvm__id(k, i), d) == 0) {
             vpmu = (vpmu + d) & width;
         }
         set_base(k, i, kvm, vpmu, mux);
@@ -253,7 +236,7 @@ static bool global_ctl(const VpmuKvm *k, uint32_t *msr, uint64_t *val)
 {
     *msr = k->msrs[0].global;
     *val = 0;
-    for (unsigned i = 0; i < nr_counters(k); i++) {
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
         *val |= k->msrs[i].global_enable;
     }
     return *msr != 0;
@@ -277,11 +260,11 @@ static bool add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
         add(b, gmsr, gval);
         global = true;
     }
-    for (unsigned i = 0; i < nr_counters(k); i++) {
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
         ctl[i] = live_ctl(k, i, &info[i]);
     }
     *starved = apply_budget(k, info, ctl);
-    for (unsigned i = 0; i < nr_counters(k); i++) {
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
         if (i >= k->cfg.nr_gp) {
             /* The fixed counters share one control, a field each. */
             fixed_msr = k->msrs[i].control;
@@ -295,6 +278,50 @@ static bool add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
         add(b, fixed_msr, fixed_ctrl);
     }
     return global;
+}
+
+/*
+ * LINUX (kvm-sync.c): KVM's selectors hold the guest's, less INT (KVM
+ * must never raise a PMI of its own), and its global control the guest's
+ * enables of the counters vpmu counts live (@ctl, within the host
+ * budget): KVM's PMC of any other counter stands still and keeps what
+ * the guest writes into it for vpmu to pull.  Each entry only if KVM
+ * does not hold that value already.
+ */
+static void add_linux_selectors(VpmuKvm *k, const VpmuCounterInfo *info,
+                                uint64_t *ctl, unsigned *starved,
+                                MirrorBuf *b)
+{
+    bool all = !k->kvm_ctl_valid;
+    uint64_t gval = 0, fixed = 0;
+    unsigned nr_gp = k->cfg.nr_gp;
+
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        ctl[i] = live_ctl(k, i, &info[i]);
+    }
+    *starved = apply_budget(k, info, ctl);
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        const VpmuCounterMsrs *m = &k->msrs[i];
+        uint64_t sel = info[i].control & ~m->control_pmi;
+
+        if (ctl[i]) {
+            gval |= m->global_enable;
+        }
+        if (i >= nr_gp) {
+            fixed |= sel << m->control_shift;
+        } else if (all || sel != k->kvm_sel[i]) {
+            add(b, m->control, sel);
+            k->kvm_sel[i] = sel;
+        }
+    }
+    if (k->cfg.nr_fixed && (all || fixed != k->kvm_sel[nr_gp])) {
+        add(b, k->msrs[nr_gp].control, fixed);
+        k->kvm_sel[nr_gp] = fixed;
+    }
+    if (all || gval != k->kvm_global) {
+        add(b, k->msrs[0].global, gval);
+        k->kvm_global = gval;
+    }
 }
 
 /* One KVM_SET_MSRS; 0, -errno, or -EIO when KVM stopped at an entry. */
@@ -318,6 +345,9 @@ static int mirror_fail(VpmuKvm *k, int ret)
     return ret;
 }
 
+/* No status entry in the mirror (a status never has every bit set). */
+#define NO_STATUS UINT64_MAX
+
 int vpmu_kvm_mirror(VpmuKvm *k)
 {
     return vpmu_kvm__mirror_some(k, ~0ull);
@@ -333,6 +363,7 @@ int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask)
 {
     VpmuCounterInfo info[MAX_MIRROR];
     uint64_t ctl[MAX_MIRROR], vals[MAX_MIRROR], written = 0, mux;
+    uint64_t status = NO_STATUS;
     bool live = k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE, global = false;
     MirrorBuf b;
     unsigned nsel, starved = 0;
@@ -341,21 +372,27 @@ int vpmu_kvm__mirror_some(VpmuKvm *k, uint64_t mask)
     if (!k->stats.kvm_pmu) {
         return -ENODEV;
     }
-    /* What KVM's PMCs counted beyond vpmu's, before they are rewritten. */
+    /* What the guest did in KVM (kvm-sync.c), then what KVM's PMCs
+     * counted beyond vpmu's, before they are rewritten. */
+    if (vpmu_kvm__pull_due(k)) {
+        mask |= vpmu_kvm__pull(k);
+    }
     vpmu_kvm__catch_up(k, ~0ull);
-    for (unsigned i = 0; i < nr_counters(k); i++) {
-        (void)vpmu_pmu_counter_info(k->pmu, counter_id(k, i), &info[i]);
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        (void)vpmu_pmu_counter_info(k->pmu, vpmu_kvm__id(k, i), &info[i]);
     }
     mux = live ? source_mux(k) : 0;
 retry:
     memset(&b, 0, sizeof(b));
     written = 0;
-    if (live) {
+    if (live && vpmu_kvm__linux(k)) {
+        add_linux_selectors(k, info, ctl, &starved, &b);
+    } else if (live) {
         global = add_selectors(k, info, ctl, &starved, &b);
     }
     nsel = b.hdr.nmsrs;
-    for (unsigned i = 0; i < nr_counters(k); i++) {
-        uint64_t width = counter_width(k, i);
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        uint64_t width = vpmu_kvm__width(k, i);
         /* A snapshot (selector 0) does not count the exit. */
         bool exit = live && ctl[i] && kvm_counts_exit(k, i, &info[i]);
         bool sel = live && (!k->kvm_ctl_valid || ctl[i] != k->kvm_ctl[i]);
@@ -371,6 +408,7 @@ retry:
             written |= 1ull << i;
         }
     }
+    vpmu_kvm__status_entry(k, &b.hdr, b.e, &status);
     if (b.hdr.nmsrs == 0) {
         return 0;       /* nothing KVM holds changed */
     }
@@ -386,8 +424,13 @@ retry:
         return mirror_fail(k, ret);
     }
     k->stats.mirrors++;
-    if (!live) {
-        for (unsigned i = 0; i < nr_counters(k); i++) {
+    if (status != NO_STATUS) {
+        k->kvm_status = status;
+        k->kvm_status_valid = true;
+        k->stats.status_writes++;
+    }
+    if (!live || vpmu_kvm__linux(k)) {
+        for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
             if (written & (1ull << i)) {
                 k->kvm_val[i] = vals[i];
             }
@@ -400,7 +443,7 @@ retry:
          * which KVM adds on retiring it: a base pair.  A snapshot
          * (selector 0) or a counter KVM adds nothing to has none.
          */
-        for (unsigned i = 0; i < nr_counters(k); i++) {
+        for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
             if (!ctl[i] || !kvm_emulates(k, i, &info[i])) {
                 k->kvm_base_valid &= ~(1ull << i);
             } else if (written & (1ull << i)) {
@@ -409,7 +452,7 @@ retry:
         }
         k->stats.live_ctl_writes += nsel;
         k->stats.live_starved += starved;
-        memcpy(k->kvm_ctl, ctl, sizeof(ctl[0]) * nr_counters(k));
+        memcpy(k->kvm_ctl, ctl, sizeof(ctl[0]) * vpmu_kvm__nr(k));
         k->kvm_ctl_valid = true;
     }
     return 0;

@@ -8,6 +8,8 @@
 
 #include <sys/ioctl.h>
 
+#include <linux/kvm.h>
+
 #include <vpmu/kvm.h>
 
 #include "vpmu-log.h"
@@ -58,6 +60,24 @@ struct VpmuKvm {
      */
     uint64_t kvm_val_valid;
     uint64_t kvm_val[MAX_MIRROR];
+    /*
+     * Who serves what (vpmu_kvm_roles()): KVM's reads and writes, and
+     * the MSRs of the roles vpmu then keeps in step in KVM (0: none).
+     */
+    VpmuKvmCaps caps;
+    uint32_t status_msr, status_clear_msr;
+    /* KVM holds the status: the value vpmu last wrote or read there. */
+    bool kvm_status_valid;
+    uint64_t kvm_status;
+    /*
+     * LINUX: KVM's selectors hold the guest's, less INT (kvm_sel, valid
+     * with kvm_ctl_valid), and its global control the guest's, less what
+     * vpmu does not count live (kvm_global): a PMC stopped there holds
+     * what vpmu wrote (kvm_val) until the guest writes it.
+     */
+    uint64_t kvm_sel[MAX_MIRROR];
+    uint64_t kvm_global;
+    bool pulled;                /* vpmu_kvm__pull() ran in this exit */
 };
 
 /* What the KVM front end logs once per vCPU (vpmu-log.h). */
@@ -65,17 +85,69 @@ typedef enum VpmuKvmLogKind {
     VPMU_KVM_LOG_MIRROR,        /* KVM_SET_MSRS of a mirror failed */
     VPMU_KVM_LOG_INJECT,        /* a PMI could not be delivered */
     VPMU_KVM_LOG_CATCH_UP,      /* KVM_GET_MSRS of KVM's PMCs failed */
+    VPMU_KVM_LOG_SYNC_LATE,     /* LINUX: a counting counter reprogrammed */
 } VpmuKvmLogKind;
 
-/* opts.ioctl (tests replay KVM with it) or the system's. */
-static inline int vpmu_kvm__ioctl(const VpmuKvm *k, int fd, unsigned long req,
+/* opts.ioctl (tests replay KVM with it) or the system's; counted. */
+static inline int vpmu_kvm__ioctl(VpmuKvm *k, int fd, unsigned long req,
                                   void *arg)
 {
+    switch (req) {
+    case KVM_SET_MSRS:
+        k->stats.set_msrs++;
+        break;
+    case KVM_GET_MSRS:
+        k->stats.get_msrs++;
+        break;
+    case KVM_GET_LAPIC:
+        k->stats.get_lapic++;
+        break;
+    case KVM_NMI:
+        k->stats.nmi++;
+        break;
+    case KVM_SIGNAL_MSI:
+        k->stats.signal_msi++;
+        break;
+    }
     if (k->opts.ioctl) {
         return k->opts.ioctl(k->opts.opaque, fd, req, arg);
     }
     return ioctl(fd, req, arg);
 }
+
+static inline unsigned vpmu_kvm__nr(const VpmuKvm *k)
+{
+    return k->cfg.nr_gp + k->cfg.nr_fixed;
+}
+
+/* Counter i of the mirror (GP first, then fixed) as a VPMU_COUNTER id. */
+static inline uint32_t vpmu_kvm__id(const VpmuKvm *k, unsigned i)
+{
+    return i < k->cfg.nr_gp ? VPMU_COUNTER_GP(i)
+                            : VPMU_COUNTER_FIXED_ID(i - k->cfg.nr_gp);
+}
+
+static inline uint64_t vpmu_kvm__width(const VpmuKvm *k, unsigned i)
+{
+    return i < k->cfg.nr_gp ? (1ull << k->cfg.gp_width) - 1
+                            : (1ull << k->cfg.fixed_width) - 1;
+}
+
+static inline bool vpmu_kvm__linux(const VpmuKvm *k)
+{
+    return k->stats.sync == VPMU_KVM_SYNC_LINUX;
+}
+
+/* kvm-sync.c */
+int vpmu_kvm__setup_sync(VpmuKvm *k, char *err, size_t errlen);
+uint64_t vpmu_kvm__pull(VpmuKvm *k);
+bool vpmu_kvm__pull_due(VpmuKvm *k);
+void vpmu_kvm__status_entry(VpmuKvm *k, struct kvm_msrs *hdr,
+                            struct kvm_msr_entry *e, uint64_t *status);
+bool vpmu_kvm__linux_selectors(VpmuKvm *k, const VpmuCounterInfo *info,
+                               uint64_t *ctl, unsigned *starved,
+                               struct kvm_msrs *hdr,
+                               struct kvm_msr_entry *e);
 
 /* kvm-mirror.c */
 void vpmu_kvm__mirror_if_any(VpmuKvm *k);

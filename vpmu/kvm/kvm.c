@@ -40,7 +40,6 @@
 #define CPUID_80000022_EAX_PERFMON_V2   (1u << 0)
 #define PROBE_CPUID_ENTRIES     256
 
-static bool probe_kvm_pmu(int vm_fd);
 static int send_msi(VpmuKvm *k, uint32_t vector);
 
 /* opts.pmi of the core: runs inside a vpmu call, so only record it. */
@@ -184,9 +183,26 @@ int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
     }
     k->stats.host_counters = opts->host_counters ? opts->host_counters
                                                  : host_gp_counters();
-    k->stats.kvm_pmu = opts->kvm_pmu ? opts->kvm_pmu > 0 : probe_kvm_pmu(opts->vm_fd);
+    /* The caller's caps, else kvm_pmu's answer (no global MSRs), else ask. */
+    if (opts->caps) {
+        k->caps = *opts->caps;
+    } else if (opts->kvm_pmu) {
+        k->caps.pmu = opts->kvm_pmu > 0;
+    } else {
+        vpmu_kvm_probe(opts->vm_fd, &k->caps);
+    }
+    k->stats.kvm_pmu = k->caps.pmu;
     if (!k->stats.kvm_pmu) {
         vpmu_logf(&k->log, "KVM has no vPMU: guest RDPMC takes #GP");
+    }
+    if (opts->sync == VPMU_KVM_SYNC_LINUX &&
+        opts->rdpmc != VPMU_KVM_RDPMC_LIVE) {
+        ret = vpmu_err(err, errlen, "sync=linux needs rdpmc=live");
+        goto err;
+    }
+    ret = vpmu_kvm__setup_sync(k, err, errlen);
+    if (ret < 0) {
+        goto err;
     }
     *out = k;
     return 0;
@@ -248,36 +264,52 @@ static bool cpuid_says_pmu(const struct kvm_cpuid2 *c)
     return false;
 }
 
+/* Does KVM's supported CPUID show the global MSRs (Intel v2+, PerfMonV2)? */
+static bool cpuid_says_global(const struct kvm_cpuid2 *c)
+{
+    for (uint32_t i = 0; i < c->nent; i++) {
+        const struct kvm_cpuid_entry2 *e = &c->entries[i];
+
+        if ((e->function == 0xA && (e->eax & CPUID_0A_EAX_VERSION) >= 2) ||
+            (e->function == 0x80000022 &&
+             (e->eax & CPUID_80000022_EAX_PERFMON_V2))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
- * Does KVM have a vPMU that can serve RDPMC?  The vCPU's own PMU is only
- * sized at KVM_SET_CPUID2, after new(), so ask what KVM supports:
+ * What KVM's vPMU offers.  The vCPU's own PMU is only sized at
+ * KVM_SET_CPUID2, after new(), so ask what KVM supports:
  * KVM_PMU_CAP_DISABLE is offered only while enable_pmu is on, and KVM
  * reports a PMU in KVM_GET_SUPPORTED_CPUID only if it has one (an AMD
- * host with only the K7 counters reports nothing there; the cap covers it).
+ * host with only the K7 counters reports nothing there; the cap covers
+ * it).  The global MSRs: an Intel vPMU of version 2+, or PerfMonV2 in
+ * KVM's AMD leaf 0x80000022 (Linux 6.4+ with a PerfMonV2 host).
  */
-static bool probe_kvm_pmu(int vm_fd)
+void vpmu_kvm_probe(int vm_fd, VpmuKvmCaps *out)
 {
     struct kvm_cpuid2 *c;
-    bool found = false;
     int sys_fd;
     int cap = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_PMU_CAPABILITY);
 
-    if (cap > 0 && (cap & KVM_PMU_CAP_DISABLE)) {
-        return true;
-    }
+    memset(out, 0, sizeof(*out));
+    out->pmu = cap > 0 && (cap & KVM_PMU_CAP_DISABLE);
     sys_fd = open("/dev/kvm", O_RDONLY | O_CLOEXEC);
     if (sys_fd < 0) {
-        return false;
+        return;
     }
     c = calloc(1, sizeof(*c) + PROBE_CPUID_ENTRIES * sizeof(c->entries[0]));
     if (c) {
         c->nent = PROBE_CPUID_ENTRIES;
-        found = ioctl(sys_fd, KVM_GET_SUPPORTED_CPUID, c) == 0 &&
-                cpuid_says_pmu(c);
+        if (ioctl(sys_fd, KVM_GET_SUPPORTED_CPUID, c) == 0) {
+            out->pmu |= cpuid_says_pmu(c);
+            out->global_msrs = out->pmu && cpuid_says_global(c);
+        }
     }
     free(c);
     close(sys_fd);
-    return found;
 }
 
 /* KVM_SIGNAL_MSI returns how many vCPUs took it: 0 = not delivered. */
@@ -304,9 +336,14 @@ static int send_msi(VpmuKvm *k, uint32_t vector)
  * Return: whether the access went through.
  */
 static bool exit_served(VpmuKvm *k, struct kvm_run *run, int ret,
-                        uint64_t *exits)
+                        uint64_t *exits, bool write)
 {
+    int role = vpmu_config_msr_role(&k->cfg, run->msr.index);
+
     (*exits)++;
+    if (role >= 0) {
+        k->stats.exits[role][write]++;
+    }
     run->msr.error = ret < 0;
     if (ret < 0) {
         k->stats.gp_injected++;
@@ -322,6 +359,10 @@ static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
     uint64_t val = 0;
     int ret;
 
+    /* LINUX: a selector or counter the guest wrote in KVM (kvm-sync.c). */
+    if (vpmu_kvm__linux(k) && vpmu_kvm__pull(k)) {
+        (void)vpmu_kvm__mirror_some(k, 0);
+    }
     /* The value read includes what KVM retired itself (kvm-mirror.c). */
     if (vpmu_pmu_msr_info(k->pmu, run->msr.index, &info) == 0 &&
         info.cls == VPMU_MSR_CLASS_COUNTER) {
@@ -332,7 +373,7 @@ static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
     if (ret == -ENOENT) {
         return ret;
     }
-    if (!exit_served(k, run, ret, &k->stats.rdmsr_exits)) {
+    if (!exit_served(k, run, ret, &k->stats.rdmsr_exits, false)) {
         return 0;
     }
     run->msr.data = val;
@@ -354,8 +395,16 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
     uint32_t msr = run->msr.index;
     uint64_t val = run->msr.data;
     VpmuMsrInfo info;
+    uint64_t pulled = 0;
     int ret;
 
+    /*
+     * LINUX: what the guest wrote in KVM while this global control had
+     * it off happened before this write (kvm-sync.c).
+     */
+    if (vpmu_kvm__linux(k)) {
+        pulled = vpmu_kvm__pull(k);
+    }
     /* Before the write: a control's old value (no source access). */
     if (vpmu_pmu_msr_info(k->pmu, msr, &info) < 0) {
         info.cls = 0;
@@ -365,14 +414,22 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
      * write concerns while they still count: one it stops takes nothing
      * afterwards (kvm-mirror.c).
      */
-    if (info.cls == VPMU_MSR_CLASS_CONTROL && info.value != val) {
+    if ((info.cls == VPMU_MSR_CLASS_CONTROL && info.value != val) ||
+        info.cls == VPMU_MSR_CLASS_COUNTER) {
         vpmu_kvm__catch_up(k, info.counters);
     }
     ret = vpmu_pmu_wrmsr(k->pmu, msr, val);
+    /*
+     * A counter write starts a new base pair: after it, vpmu's value moved
+     * by the write, not by events, and the mirror writes KVM's PMC.
+     */
+    if (info.cls == VPMU_MSR_CLASS_COUNTER) {
+        k->kvm_base_valid &= ~info.counters;
+    }
     if (ret == -ENOENT) {
         return ret;
     }
-    if (!exit_served(k, run, ret, &k->stats.wrmsr_exits)) {
+    if (!exit_served(k, run, ret, &k->stats.wrmsr_exits, true)) {
         return 0;
     }
     /*
@@ -381,11 +438,11 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
      * KVM's PMCs also start and stop with the guest's: any control change.
      */
     if (k->stats.kvm_pmu &&
-        (info.cls == VPMU_MSR_CLASS_COUNTER ||
+        (pulled || info.cls == VPMU_MSR_CLASS_COUNTER ||
          (info.cls == VPMU_MSR_CLASS_CONTROL &&
           ((info.value & info.enables & ~val) ||
            (k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE && info.value != val))))) {
-        (void)vpmu_kvm__mirror_some(k, info.counters);
+        (void)vpmu_kvm__mirror_some(k, info.counters | pulled);
     }
     return 0;
 }
@@ -454,6 +511,7 @@ void vpmu_kvm_state_changed(VpmuKvm *k)
     k->kvm_ctl_valid = false;
     k->kvm_val_valid = 0;
     k->kvm_base_valid = 0;
+    k->kvm_status_valid = false;
 }
 
 int vpmu_kvm_service(VpmuKvm *k)
@@ -474,6 +532,7 @@ int vpmu_kvm_service(VpmuKvm *k)
     }
     /* The next KVM_RUN retires the exit: later mirrors count it whole. */
     k->served_exit = false;
+    k->pulled = false;          /* and the guest may write KVM's MSRs */
     if (k->opts.source_ops->tick) {
         k->opts.source_ops->tick(k->opts.source);
     }

@@ -46,6 +46,7 @@ int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr)
     unsigned long flags = PERF_FLAG_FD_CLOEXEC;
     long r;
 
+    src->stats.sys_opens++;
     if (src->sys.open) {
         return src->sys.open(src->sys.ctx, pattr, src->tid, -1, -1, flags);
     }
@@ -58,6 +59,7 @@ int vpmu_perf_sys_ioctl(VpmuPerfSource *src, int fd, unsigned long req,
 {
     int r;
 
+    src->stats.sys_ioctls++;
     if (src->sys.ioctl) {
         return src->sys.ioctl(src->sys.ctx, fd, req, arg);
     }
@@ -69,6 +71,7 @@ static ssize_t sys_read(VpmuPerfSource *src, int fd, void *buf, size_t len)
 {
     ssize_t r;
 
+    src->stats.sys_reads++;
     if (src->sys.read) {
         return src->sys.read(src->sys.ctx, fd, buf, len);
     }
@@ -80,6 +83,7 @@ static int sys_fcntl(VpmuPerfSource *src, int fd, int cmd, unsigned long arg)
 {
     int r;
 
+    src->stats.sys_fcntls++;
     if (src->sys.fcntl) {
         return src->sys.fcntl(src->sys.ctx, fd, cmd, arg);
     }
@@ -90,6 +94,7 @@ static int sys_fcntl(VpmuPerfSource *src, int fd, int cmd, unsigned long arg)
 void vpmu_perf_sys_close(VpmuPerfSource *src, int fd)
 {
     /* close(2) releases the fd even when it reports an error. */
+    src->stats.sys_closes++;
     if (src->sys.close) {
         src->sys.close(src->sys.ctx, fd);
     } else {

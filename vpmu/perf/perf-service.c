@@ -235,6 +235,7 @@ int vpmu_perf_source_service(VpmuPerfSource *src)
     VpmuSourceHandle *h;
     int calls = 0;
 
+    src->stats.services++;
     src->pass++;
     for (h = src->active; h; h = h->next) {
         mark_due(src, h);

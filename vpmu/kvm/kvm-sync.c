@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What KVM serves for vpmu (VpmuKvmSync, docs/kvm.md "Who serves which
+ * MSR"), and taking back what the guest did there.
+ *
+ * A PMU MSR access that exits to userspace costs several in-kernel ones,
+ * and Linux's PMI handler makes five (AMD PerfMonV2) or six (Intel v4+)
+ * (issue 25).  So where KVM's own vPMU can hold a register exactly, vpmu
+ * keeps it in step there and lets the guest's accesses stay in KVM:
+ *
+ *   AUTO: the overflow status.  vpmu writes it into KVM with each PMI
+ *   (the mirror's KVM_SET_MSRS; host-initiated writes set KVM's
+ *   global_status), the guest reads it and acknowledges it in KVM
+ *   (OVF_CTRL / STATUS_CLR clear KVM's bits), and vpmu reads it back
+ *   before it writes it again: the bits the guest cleared are cleared in
+ *   the core, as the guest's WRMSR would have (vpmu_pmu_wrmsr_taken():
+ *   KVM retired that WRMSR and counted it on its own live PMCs, which the
+ *   catch-up takes).
+ *
+ *   LINUX: also counter and selector writes.  KVM's global control holds
+ *   the guest's, less the counters vpmu does not count live, so while
+ *   the guest has a counter globally off KVM's PMC stands still, and what
+ *   the guest writes into it or its selector waits there.  Every global
+ *   control write exits; vpmu first takes those writes (vpmu__pull()),
+ *   in the order the guest made them as far as counting is concerned (all
+ *   before the global write), then serves the global write.  A write the
+ *   guest makes to a counter that counts is seen only at the next exit
+ *   that pulls: counted in sync_late and logged once.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <vpmu/kvm.h>
+
+#include "kvm-priv.h"
+
+#define ROLE(r) (1u << VPMU_MSR_ROLE_##r)
+
+/* The first MSR of @role on this PMU, 0 if it has none. */
+static uint32_t role_msr(const VpmuKvm *k, VpmuMsrRole role)
+{
+    VpmuMsrSpan span;
+
+    return vpmu_config_msr_spans_of(&k->cfg, 1u << role, &span, 1) > 0
+           ? span.base : 0;
+}
+
+int vpmu_kvm__setup_sync(VpmuKvm *k, char *err, size_t errlen)
+{
+    int ret = vpmu_kvm_roles(&k->cfg, k->opts.sync, &k->caps,
+                             &k->stats.kvm_read_roles,
+                             &k->stats.kvm_write_roles, err, errlen);
+
+    if (ret < 0) {
+        return ret;
+    }
+    k->stats.sync = k->opts.sync;
+    if (k->stats.kvm_read_roles & ROLE(STATUS)) {
+        k->status_msr = role_msr(k, VPMU_MSR_ROLE_STATUS);
+        k->status_clear_msr = role_msr(k, VPMU_MSR_ROLE_STATUS_CLEAR);
+    }
+    return 0;
+}
+
+/* The bits the guest cleared in KVM's status since vpmu last saw it. */
+static void pull_status(VpmuKvm *k, uint64_t kvm)
+{
+    uint64_t cleared = k->kvm_status_valid ? k->kvm_status & ~kvm : 0;
+
+    if (cleared) {
+        (void)vpmu_pmu_wrmsr_taken(k->pmu, k->status_clear_msr, cleared);
+    }
+    k->kvm_status = kvm;
+    k->kvm_status_valid = true;
+}
+
+/*
+ * LINUX: counter i's selector or value in KVM differs from what vpmu left
+ * there: the guest wrote it.  Returns whether it did.
+ */
+static bool pull_counter(VpmuKvm *k, unsigned i, uint64_t sel, bool has_val,
+                         uint64_t val)
+{
+    const VpmuCounterMsrs *m = &k->msrs[i];
+    bool wrote = false;
+
+    if (i < k->cfg.nr_gp && sel != k->kvm_sel[i]) {
+        VpmuMsrInfo cur;
+
+        /*
+         * Linux's tick stops and restarts a counter (EN 0 then 1) with
+         * the same event while the global control is off: KVM then holds
+         * the guest's value again, with INT.  Nothing changes for the
+         * core, and no host event is touched.
+         */
+        if (vpmu_pmu_msr_info(k->pmu, m->control, &cur) < 0 ||
+            cur.value != sel) {
+            (void)vpmu_pmu_wrmsr_taken(k->pmu, m->control, sel);
+            wrote = true;
+        }
+        k->kvm_sel[i] = sel;    /* the next mirror takes INT off again */
+    }
+    if (has_val && val != k->kvm_val[i]) {
+        (void)vpmu_pmu_wrmsr_taken(k->pmu, m->counter_full, val);
+        k->kvm_val[i] = val;
+        wrote = true;
+    }
+    return wrote;
+}
+
+typedef struct PullBuf {
+    struct kvm_msrs hdr;
+    struct kvm_msr_entry e[2 * MAX_MIRROR + 2];
+} PullBuf;
+
+static void want(PullBuf *b, uint32_t msr)
+{
+    b->e[b->hdr.nmsrs++].index = msr;
+}
+
+/* LINUX: the MSRs to read back; @at[i] the index of counter i's value. */
+static void want_linux(VpmuKvm *k, PullBuf *b, int *at)
+{
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        at[i] = -1;
+        if (i < k->cfg.nr_gp) {
+            want(b, k->msrs[i].control);
+        }
+        /* A PMC KVM counts moves: the catch-up, not this, follows it. */
+        if (!(k->kvm_global & k->msrs[i].global_enable)) {
+            at[i] = (int)b->hdr.nmsrs;
+            want(b, k->msrs[i].counter);
+        }
+    }
+    if (k->cfg.nr_fixed) {
+        want(b, k->msrs[k->cfg.nr_gp].control);
+    }
+}
+
+/* LINUX: apply what the guest wrote; Return: the counters it wrote. */
+static uint64_t apply_linux(VpmuKvm *k, const PullBuf *b, const int *at)
+{
+    uint64_t wrote = 0, fixed = 0, late = 0;
+    unsigned nsel = 0;
+
+    if (k->cfg.nr_fixed) {
+        fixed = b->e[b->hdr.nmsrs - 1].data;
+    }
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        const VpmuCounterMsrs *m = &k->msrs[i];
+        uint64_t sel = i < k->cfg.nr_gp ? b->e[nsel++].data : 0;
+        bool val = at[i] >= 0;
+
+        if (val) {
+            nsel++;
+        }
+        if (!pull_counter(k, i, sel, val,
+                          val ? b->e[at[i]].data & vpmu_kvm__width(k, i) : 0)) {
+            continue;
+        }
+        wrote |= 1ull << i;
+        if (k->kvm_global & m->global_enable) {
+            late |= 1ull << i;
+        }
+    }
+    if (k->cfg.nr_fixed && fixed != k->kvm_sel[k->cfg.nr_gp]) {
+        uint32_t msr = k->msrs[k->cfg.nr_gp].control;
+        VpmuMsrInfo cur;
+
+        if (vpmu_pmu_msr_info(k->pmu, msr, &cur) < 0 || cur.value != fixed) {
+            (void)vpmu_pmu_wrmsr_taken(k->pmu, msr, fixed);
+            wrote |= ((1ull << k->cfg.nr_fixed) - 1) << k->cfg.nr_gp;
+        }
+        k->kvm_sel[k->cfg.nr_gp] = fixed;
+    }
+    if (late) {
+        k->stats.sync_late += (uint64_t)__builtin_popcountll(late);
+        vpmu_logf_once(&k->log, VPMU_KVM_LOG_SYNC_LATE,
+                       "vpmu/kvm: the guest reprogrammed a counter that "
+                       "counts (mask 0x%llx): sync=linux sees such writes "
+                       "late; use sync=strict for this guest",
+                       (unsigned long long)late);
+    }
+    return wrote;
+}
+
+/*
+ * Take into the core what the guest did in KVM since the last pull: the
+ * status bits it cleared and (LINUX) its counter and selector writes.
+ * One KVM_GET_MSRS.  Return: the counters whose selector or value the
+ * guest wrote (their base pairs are gone: a mirror must rewrite them).
+ */
+uint64_t vpmu_kvm__pull(VpmuKvm *k)
+{
+    PullBuf b;
+    int at[MAX_MIRROR];
+    uint64_t wrote = 0;
+    int status = -1, ret;
+
+    /* KVM's state does not move while the vCPU is out of KVM_RUN. */
+    if (k->pulled) {
+        return 0;
+    }
+    for (unsigned i = 0; i < MAX_MIRROR; i++) {
+        at[i] = -1;
+    }
+    memset(&b, 0, sizeof(b));
+    if (k->status_msr) {
+        status = (int)b.hdr.nmsrs;
+        want(&b, k->status_msr);
+    }
+    if (vpmu_kvm__linux(k) && k->kvm_ctl_valid) {
+        want_linux(k, &b, at);
+    }
+    if (!b.hdr.nmsrs) {
+        return 0;
+    }
+    ret = vpmu_kvm__ioctl(k, k->opts.vcpu_fd, KVM_GET_MSRS, &b);
+    if (ret != (int)b.hdr.nmsrs) {
+        vpmu_logf_once(&k->log, VPMU_KVM_LOG_CATCH_UP,
+                       "vpmu/kvm: reading KVM's PMU MSRs failed: %s",
+                       ret < 0 ? strerror(errno) : "stopped at an entry");
+        return 0;
+    }
+    k->pulled = true;
+    if (status >= 0) {
+        pull_status(k, b.e[status].data);
+        /* The rest follows the status entry. */
+        memmove(&b.e[0], &b.e[1], sizeof(b.e[0]) * --b.hdr.nmsrs);
+        for (unsigned i = 0; i < MAX_MIRROR; i++) {
+            at[i] -= at[i] > 0;
+        }
+    }
+    if (vpmu_kvm__linux(k) && k->kvm_ctl_valid) {
+        wrote = apply_linux(k, &b, at);
+        k->kvm_base_valid &= ~wrote;
+    }
+    return wrote;
+}
+
+/* Does a mirror need a pull first (LINUX, or a status to write)? */
+bool vpmu_kvm__pull_due(VpmuKvm *k)
+{
+    VpmuMsrInfo info;
+
+    if (vpmu_kvm__linux(k)) {
+        return true;
+    }
+    return k->status_msr &&
+           vpmu_pmu_msr_info(k->pmu, k->status_msr, &info) == 0 &&
+           (!k->kvm_status_valid || info.value != k->kvm_status);
+}
+
+/*
+ * The status entry of a mirror, when KVM holds the status and vpmu's
+ * differs from what KVM holds (read by the pull just before, so that a
+ * bit the guest cleared there is cleared here too and never undone).
+ */
+void vpmu_kvm__status_entry(VpmuKvm *k, struct kvm_msrs *hdr,
+                            struct kvm_msr_entry *e, uint64_t *status)
+{
+    VpmuMsrInfo info;
+
+    if (!k->status_msr ||
+        vpmu_pmu_msr_info(k->pmu, k->status_msr, &info) < 0 ||
+        (k->kvm_status_valid && info.value == k->kvm_status)) {
+        return;
+    }
+    e[hdr->nmsrs].index = k->status_msr;
+    e[hdr->nmsrs].data = info.value;
+    hdr->nmsrs++;
+    *status = info.value;
+}
+
+int vpmu_kvm_sync(VpmuKvm *k)
+{
+    uint64_t wrote;
+
+    if (!k) {
+        return -EINVAL;
+    }
+    wrote = vpmu_kvm__pull(k);
+    if (wrote) {
+        return vpmu_kvm__mirror_some(k, wrote);
+    }
+    return 0;
+}
