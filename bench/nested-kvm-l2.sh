@@ -18,9 +18,22 @@
 # Kernel command line: nk.mode=pmu|off (off: only "true" and the plain
 # workload, for an L2 with -cpu host,pmu=off), nk.reps=N (workload runs per
 # mode, default 3), nk.rounds=R (bench-work's argument, default 10),
-# nk.startup=N (runs of each start-up command, default 9).
+# nk.startup=N (runs of each start-up command, default 9), nk.phase=count
+# (only the counting phases below, for bench/nested-kvm-count.py).
+#
+# Counting phases (nk.phase=count): each is bracketed by
+#   NK mark NAME.start|NAME.end pmi=P loc=L up=SECONDS
+# (this CPU's PMIs and local timer interrupts so far, /proc/interrupts;
+# /proc/uptime), and after each mark L2 sleeps MARK_SLEEP seconds while L1
+# takes its snapshot of the exits (query-vpmu, L1's KVM tracepoints);
+# nothing counts while it sleeps.
+#   loop   loop_10M, plain                                 (time base)
+#   pmi    perf record -c 20000 -e instructions:u loop_10M  (PMIs only)
+#   work   bench-work 4, plain                             (time base)
+#   f1000  perf record -F 1000 -e cycles bench-work 4      (PMIs and ticks)
+#   f100   perf record -F 100 -e cycles bench-work 4       (mostly ticks)
 BIN=/vpmu/bin
-mode=pmu reps=3 rounds=10 startup=9
+mode=pmu reps=3 rounds=10 startup=9 phase=all
 read -r cmdline </proc/cmdline
 for arg in $cmdline; do
     case $arg in
@@ -28,6 +41,7 @@ for arg in $cmdline; do
     nk.reps=*) reps=${arg#nk.reps=} ;;
     nk.rounds=*) rounds=${arg#nk.rounds=} ;;
     nk.startup=*) startup=${arg#nk.startup=} ;;
+    nk.phase=*) phase=${arg#nk.phase=} ;;
     esac
 done
 # AMD has no ref-cycles: the six events are these (six AMD counters, no
@@ -36,6 +50,38 @@ EVENTS=instructions,branches,cycles,instructions:u,branches:u,cycles:u
 echo "NK l2 mode=$mode reps=$reps rounds=$rounds startup=$startup kernel=$(uname -r)"
 echo "NK l2 pmu=$(ls /sys/bus/event_source/devices/ | tr '\n' ' ')"
 dmesg | grep -E 'Performance Events|PMU|perf:' | sed 's/^/# dmesg: /'
+
+# mark NAME: the interrupt counts now, then time for L1's snapshot.
+MARK_SLEEP=6
+mark() {
+    echo "NK mark $1 pmi=$(awk '$1 == "PMI:" { print $2 }' /proc/interrupts)" \
+         "loc=$(awk '$1 == "LOC:" { print $2 }' /proc/interrupts)" \
+         "up=$(cut -d' ' -f1 /proc/uptime) sleep=$MARK_SLEEP"
+    sleep "$MARK_SLEEP"
+}
+
+if [ "$phase" = count ]; then
+    echo "NK l2 phase=count"
+    for ph in loop pmi work f1000 f100; do
+        rm -f rec.data rec.err
+        mark "$ph.start"
+        case $ph in
+        loop) "$BIN/loop_10M" ;;
+        work) "$BIN/bench-work" 4 >w.out ;;
+        pmi) perf record -o rec.data -e instructions:u -c 20000 -- \
+                 "$BIN/loop_10M" >/dev/null 2>rec.err ;;
+        f1000) perf record -o rec.data -F 1000 -e cycles -- \
+                   "$BIN/bench-work" 4 >w.out 2>rec.err ;;
+        f100) perf record -o rec.data -F 100 -e cycles -- \
+                  "$BIN/bench-work" 4 >w.out 2>rec.err ;;
+        esac
+        mark "$ph.end"
+        s=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' rec.err 2>/dev/null | tail -n1)
+        echo "NK phase $ph samples=${s:-0}"
+    done
+    echo "NK l2 done"
+    exit 0
+fi
 
 count() {   # count FILE EVENT
     awk -F, -v ev="$2" '$3 == ev { print $1; exit }' "$1"

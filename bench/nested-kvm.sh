@@ -43,14 +43,17 @@
 #               mediated vPMU)
 #   RUNS        L1's configurations, in order (default off,emulated,vpmu,mediated,off:
 #               the pmu=off baseline before and after, its runs pooled;
-#               also vpmusnap: -accel kvm,vpmu=on,vpmu-rdpmc=snapshot)
+#               also vpmusnap: -accel kvm,vpmu=on,vpmu-rdpmc=snapshot,
+#               vpmustrict and vpmulinux: vpmu-sync=strict / linux)
 #   REPS        bench-work runs per mode and configuration (default 5)
 #   ROUNDS      bench-work's argument (default 20)
 #   STARTUP     runs of each start-up command (default 9)
 #   TIMEOUT     L1's limit in seconds (default 3600); L2TIMEOUT each L2's (900)
 #   L1CPU       L1's -cpu (default EPYC-v3,pmu=on,+svm)
 #   WHAT        which L2 boots per configuration: linux,msr (default both;
-#               msr alone takes a few minutes)
+#               msr alone takes a few minutes); count: the counting phases
+#               (exits, host calls and time per PMI and per tick,
+#               bench/nested-kvm-count.py)
 #   PROFILE     configurations whose L2 boots L1 profiles with
 #               perf record -a -g (default none; "# profile CFG| " lines)
 # Every L1 boot holds /tmp/vpmu-l1.lock (flock): one L1 at a time.
@@ -209,8 +212,16 @@ summary() {
         }
     }' "$1"
 }
+# The counting phases (WHAT=count): per PMI and per tick, in Python.
+count_summary() {
+    if grep -q '^NK [a-z]* mark ' "$1"; then
+        echo
+        python3 "$top/bench/nested-kvm-count.py" "$1"
+    fi
+}
 if [[ ${1:-} == --summary ]]; then
     summary "${2:-$OUT/l1.out}"
+    count_summary "${2:-$OUT/l1.out}"
     exit 0
 fi
 
@@ -346,6 +357,7 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
     echo "nested-kvm: $started; L1 $secs s; host $(nproc) CPUs, load $load (at the end)"
     echo "QEMU $QEMU ($(date -u -r "$QEMU" '+%F %T')); L1 -cpu $L1CPU; REPS=$REPS ROUNDS=$ROUNDS STARTUP=$STARTUP"
     summary "$OUT/l1.out"
+    count_summary "$OUT/l1.out"
     echo "log: $OUT/l1.log"
 } | tee "$OUT/summary.txt"
 grep -q '^NK-L1-EXIT 0' "$OUT/l1.out"

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""What one guest PMI and one guest tick cost under each L2 PMU.
+
+Reads the L1 console log of bench/nested-kvm.sh run with WHAT=count
+(build/nested-kvm/l1.out by default) and prints, per configuration:
+
+  - user-space exits per PMI and per tick: PMU MSR exits by kind of MSR
+    (query-vpmu's @kvm, vpmu only) and every exit to QEMU by reason (L1's
+    kvm_userspace_exit tracepoint, for every PMU alike);
+  - PMU MSR accesses KVM served in L1's kernel (kvm_msr tracepoint);
+  - vpmu's host calls by kind (query-vpmu's @kvm);
+  - the L2 time a PMI and a tick cost.
+
+The L2 (bench/nested-kvm-l2.sh, nk.phase=count) brackets each phase with
+"NK mark PHASE.start|end pmi= loc= up= sleep=" lines; L1 snapshots its
+tracepoint sums ("NK CFG trace MARK ...") and query-vpmu ("NK CFG qmp MARK
+{json}") at each mark.  Per PMI: the "pmi" phase (perf record -c, no
+frequency ticks) divided by its PMIs.  Per tick: the "f100" phase
+(perf record -F 100, few PMIs) less its PMIs at the per-PMI cost, divided
+by its timer ticks.  Time: each phase's L2 time less its plain twin's
+("loop", "work"), over the same PMIs or ticks.
+
+Usage: bench/nested-kvm-count.py [L1OUT]
+"""
+import json
+import re
+import sys
+from collections import defaultdict
+
+EXIT_REASONS = {10: "intr", 29: "rdmsr", 30: "wrmsr"}
+ROLES = ("counter", "selector", "global-ctrl", "status", "status-clear",
+         "status-set", "other")
+CALLS = ("set-msrs", "get-msrs", "get-lapic", "nmi", "signal-msi",
+         "perf-open", "perf-ioctl", "perf-read", "signals")
+CONFIGS = ("emulated", "vpmustrict", "vpmu", "vpmulinux", "mediated")
+
+
+def pmu_msr_role(msr):
+    """The kind of a PMU MSR (AMD and Intel), or None for other MSRs."""
+    if 0xC0010000 <= msr <= 0xC0010007:
+        return "selector" if msr < 0xC0010004 else "counter"
+    if 0xC0010200 <= msr <= 0xC001020B:
+        return "counter" if msr & 1 else "selector"
+    amd_global = {0xC0000300: "status", 0xC0000301: "global-ctrl",
+                  0xC0000302: "status-clear", 0xC0000303: "status-set"}
+    intel = {0x38D: "selector", 0x38E: "status", 0x38F: "global-ctrl",
+             0x390: "status-clear", 0x391: "status-set", 0x392: "other",
+             0x345: "other"}
+    if msr in amd_global:
+        return amd_global[msr]
+    if msr in intel:
+        return intel[msr]
+    if 0xC1 <= msr <= 0xC8 or 0x4C1 <= msr <= 0x4C8 or 0x309 <= msr <= 0x30C:
+        return "counter"
+    if 0x186 <= msr <= 0x18D:
+        return "selector"
+    return None
+
+
+def parse_kv(words):
+    return dict(w.split("=", 1) for w in words if "=" in w)
+
+
+def trace_sums(words):
+    """'msr=ECX:W:N exit=R:N' words -> {key: count}."""
+    sums = defaultdict(int)
+    for w in words:
+        if w.startswith("msr="):
+            ecx, write, n = w[4:].split(":")
+            role = pmu_msr_role(int(ecx, 0))
+            if role:
+                rw = "wr" if int(write) else "rd"
+                sums["kvm-" + rw + "-" + role] += int(n)
+                sums["kvm-pmu-msr"] += int(n)
+        elif w.startswith("exit="):
+            reason, n = w[5:].split(":")
+            name = EXIT_REASONS.get(int(reason, 0), "other")
+            sums["exit-" + name] += int(n)
+            sums["exit-all"] += int(n)
+    return sums
+
+
+def qmp_sums(reply):
+    """query-vpmu's reply -> {key: count} over its vCPUs' @kvm."""
+    sums = defaultdict(int)
+    for cpu in json.loads(reply).get("return", []):
+        kvm = cpu.get("kvm")
+        if not kvm:
+            continue
+        for e in kvm["exits"]:
+            sums["vpmu-rd-" + e["msr"]] += e["reads"]
+            sums["vpmu-wr-" + e["msr"]] += e["writes"]
+            sums["vpmu-exits"] += e["reads"] + e["writes"]
+        for c in CALLS:
+            sums[c] += kvm[c]
+        sums["sync"] = kvm["sync"]
+        sums["sync-late"] += kvm["sync-late"]
+    return sums
+
+
+def load(path):
+    marks = defaultdict(dict)      # cfg -> mark -> {pmi, loc, up, sleep}
+    snaps = defaultdict(lambda: defaultdict(dict))  # cfg -> mark -> sums
+    samples = defaultdict(dict)
+    with open(path, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) < 4 or w[0] != "NK":
+                continue
+            cfg, tag = w[1], w[2]
+            if tag == "mark":
+                marks[cfg][w[3]] = {k: float(v) for k, v in
+                                    parse_kv(w[4:]).items() if v}
+            elif tag == "trace":
+                snaps[cfg][w[3]].update(trace_sums(w[4:]))
+            elif tag == "qmp":
+                reply = line.split(" qmp " + w[3] + " ", 1)[1]
+                try:
+                    snaps[cfg][w[3]].update(qmp_sums(reply))
+                except (ValueError, KeyError) as e:
+                    print(f"# {cfg} {w[3]}: query-vpmu reply unreadable: {e}",
+                          file=sys.stderr)
+            elif tag == "phase":
+                samples[cfg][w[3]] = int(parse_kv(w[4:]).get("samples", 0))
+    return marks, snaps, samples
+
+
+def phase(marks, snaps, cfg, name):
+    """Deltas over a phase: PMIs, ticks, seconds and every sum."""
+    a, b = marks[cfg].get(name + ".start"), marks[cfg].get(name + ".end")
+    if not a or not b:
+        return None
+    sa, sb = snaps[cfg].get(name + ".start", {}), snaps[cfg].get(name + ".end", {})
+    d = {k: sb.get(k, 0) - sa.get(k, 0) for k in set(sa) | set(sb)
+         if k != "sync"}
+    d["pmis"] = b["pmi"] - a["pmi"]
+    d["ticks"] = b["loc"] - a["loc"]
+    d["secs"] = b["up"] - a["up"] - a.get("sleep", 0)
+    d["sync"] = sb.get("sync", "")
+    return d
+
+
+def per_event(marks, snaps, cfg):
+    """{key: (per PMI, per tick)} and the phases used."""
+    pmi, f100 = phase(marks, snaps, cfg, "pmi"), phase(marks, snaps, cfg, "f100")
+    loop, work = phase(marks, snaps, cfg, "loop"), phase(marks, snaps, cfg, "work")
+    if not pmi or not pmi["pmis"]:
+        return None
+    out = {}
+    keys = set(pmi) | set(f100 or {})
+    for k in keys - {"pmis", "ticks", "secs", "sync"}:
+        p = pmi.get(k, 0) / pmi["pmis"]
+        t = None
+        if f100 and f100["ticks"]:
+            t = (f100.get(k, 0) - p * f100["pmis"]) / f100["ticks"]
+        out[k] = (p, t)
+    tp = (pmi["secs"] - loop["secs"]) / pmi["pmis"] if loop else None
+    tt = None
+    if f100 and work and f100["ticks"] and tp is not None:
+        tt = (f100["secs"] - work["secs"] - tp * f100["pmis"]) / f100["ticks"]
+    out["time-ms"] = (tp * 1e3 if tp is not None else None,
+                      tt * 1e3 if tt is not None else None)
+    out["_phases"] = (pmi, f100, loop, work)
+    return out
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "build/nested-kvm/l1.out"
+    marks, snaps, samples = load(path)
+    cols = [c for c in CONFIGS if c in marks] + \
+        sorted(c for c in marks if c not in CONFIGS)
+    if not cols:
+        print(f"{path}: no counting phases (run with WHAT=count)")
+        return 1
+    res = {c: per_event(marks, snaps, c) for c in cols}
+    rows = [("user-space exits, all (L1 trace)", "exit-all"),
+            ("  of them RDMSR", "exit-rdmsr"), ("  of them WRMSR", "exit-wrmsr"),
+            ("  of them KVM_EXIT_INTR (signal)", "exit-intr")]
+    rows += [(f"  vpmu WRMSR exits: {r}", "vpmu-wr-" + r) for r in ROLES]
+    rows += [(f"  vpmu RDMSR exits: {r}", "vpmu-rd-" + r) for r in ROLES]
+    rows += [("PMU MSR accesses KVM served (L1 trace)", "kvm-pmu-msr")]
+    rows += [(f"  {rw} {r}", f"kvm-{rw}-{r}") for rw in ("rd", "wr")
+             for r in ROLES]
+    rows += [(f"vpmu host call: {c}", c) for c in CALLS]
+    rows += [("L2 time, ms", "time-ms")]
+    head = "| per PMI / per tick | " + " | ".join(cols) + " |"
+    print(head)
+    print("|---|" + "---:|" * len(cols))
+    for label, key in rows:
+        cells = []
+        for c in cols:
+            r = res[c]
+            if r is None or key not in r:
+                cells.append("0 / 0" if r is not None and key != "time-ms"
+                             else "-")
+                continue
+            p, t = r[key]
+            cells.append(f"{fmt(p)} / {fmt(t)}")
+        if all(x in ("0 / 0", "0.00 / 0.00", "-") for x in cells) and \
+                key not in ("exit-all", "time-ms", "kvm-pmu-msr"):
+            continue
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    print()
+    for c in cols:
+        r = res[c]
+        if r is None:
+            print(f"{c}: no PMIs counted in the pmi phase")
+            continue
+        pmi, f100, loop, work = r["_phases"]
+        print(f"{c}: sync={pmi.get('sync') or '-'}; pmi phase {pmi['pmis']:.0f} "
+              f"PMIs, {pmi['secs']:.2f} s (plain {loop['secs'] if loop else 0:.2f} s);"
+              f" f100 {f100['pmis'] if f100 else 0:.0f} PMIs, "
+              f"{f100['ticks'] if f100 else 0:.0f} ticks, "
+              f"{f100['secs'] if f100 else 0:.2f} s (plain "
+              f"{work['secs'] if work else 0:.2f} s); samples {dict(samples[c])};"
+              f" sync-late {pmi.get('sync-late', 0):.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
