@@ -67,14 +67,14 @@ def trace_sums(words):
     for w in words:
         if w.startswith("msr="):
             ecx, write, n = w[4:].split(":")
-            role = pmu_msr_role(int(ecx, 0))
+            role = pmu_msr_role(int(ecx, 16))   # hist .hex: no 0x
             if role:
                 rw = "wr" if int(write) else "rd"
                 sums["kvm-" + rw + "-" + role] += int(n)
                 sums["kvm-pmu-msr"] += int(n)
         elif w.startswith("exit="):
             reason, n = w[5:].split(":")
-            name = EXIT_REASONS.get(int(reason, 0), "other")
+            name = EXIT_REASONS.get(int(reason), "other")
             sums["exit-" + name] += int(n)
             sums["exit-all"] += int(n)
     return sums

@@ -136,6 +136,10 @@ printf '[vpmu]\nkvm = maybe\n' >"$CONF"
 msg=$(refused -accel kvm -cpu "$CPU")
 [ "$msg" = "qemu-system-x86_64: -accel kvm: $CONF: [vpmu] kvm: 'maybe' is not 'off' or 'on'" ]
 tap $? "vpmu.conf kvm = maybe: QEMU stops, naming file and key ($msg)"
+printf '[vpmu]\nkvm = on\nsync = lazy\n' >"$CONF"
+msg=$(refused -accel kvm -cpu "$CPU")
+[ "$msg" = "qemu-system-x86_64: -accel kvm: $CONF: [vpmu] sync: 'lazy' is not 'auto', 'strict' or 'linux'" ]
+tap $? "vpmu.conf sync = lazy: QEMU stops, naming file and key ($msg)"
 printf 'kvm = on\n' >"$CONF"
 msg=$(refused -accel kvm -cpu "$CPU")
 [ "$msg" = "qemu-system-x86_64: -accel kvm: $CONF: Key file does not start with a group" ]

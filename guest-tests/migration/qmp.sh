@@ -242,6 +242,31 @@ refuse_accel() {
 }
 refuse_accel vpmu-rdpmc bogus "'live' or 'snapshot'"
 refuse_accel vpmu-multiplex scale "'raw' or 'scaled'"
+# vpmu-sync is a QAPI enum (X86VpmuSync): QEMU's own words.
+err=$(timeout 30 "$qemu" "${fw[@]}" -accel kvm,vpmu=on,vpmu-sync=bogus \
+      -display none -nodefaults -S </dev/null 2>&1 >/dev/null)
+RC=$?
+[ "$RC" -ne 0 ] && [ "$RC" -lt 124 ] &&
+    grep -qF "Parameter 'vpmu-sync' does not accept value 'bogus'" <<<"$err"
+tap $? "-accel kvm,vpmu-sync=bogus: refused, status $RC ($(head -1 <<<"$err"))" "" "$err"
+# vpmu-sync=linux needs KVM's vPMU with the global MSRs: where KVM has
+# none (this cloud VM's /dev/kvm), QEMU says which and does not start;
+# where it has them, QEMU starts (paused, killed after 10 s).
+if [ -c /dev/kvm ] && [ -w /dev/kvm ]; then
+    err=$(timeout 10 "$qemu" "${fw[@]}" -accel kvm,vpmu=on,vpmu-sync=linux \
+          -cpu host,pmu=on,-arch-capabilities -display none -nodefaults -S \
+          </dev/null 2>&1 >/dev/null)
+    RC=$?
+    if [ "$RC" -eq 124 ]; then
+        [ -z "$err" ]
+        tap $? "-accel kvm,vpmu-sync=linux: starts on this KVM (its vPMU has the global MSRs)" "" "$err"
+    else
+        grep -qE "vpmu-sync=linux: sync=linux needs the global control .*\((KVM has no vPMU|KVM's vPMU has no global MSRs)\)" <<<"$err"
+        tap $? "-accel kvm,vpmu-sync=linux: refused, status $RC, with the reason" "" "$err"
+    fi
+else
+    tap_skip "-accel kvm,vpmu-sync=linux: refused or started" "no usable /dev/kvm"
+fi
 
 # A filter with several entries.  Inside -cpu they are separated by
 # spaces: x86's -cpu parser splits at every comma (strtok), so ",," is no
