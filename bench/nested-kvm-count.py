@@ -170,14 +170,72 @@ def fmt(v):
     return f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
 
 
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return None if not n else (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2)
+
+
+def work_table(path):
+    """The workload modes (NK CFG work mode=M ns=T [samples=S]): medians in
+    s, each against the pmu=off plain run, and vpmu's against emulated's."""
+    ns, smp, start = defaultdict(list), defaultdict(list), {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) < 4 or w[0] != "NK":
+                continue
+            kv = parse_kv(w[3:])
+            if w[2] == "work" and kv.get("ns", "0") != "0":
+                ns[w[1], kv["mode"]].append(int(kv["ns"]) / 1e9)
+                if "samples" in kv:
+                    smp[w[1], kv["mode"]].append(int(kv["samples"]))
+            elif w[2] == "startup" and "median_ns" in kv:
+                start[w[1], kv["what"]] = int(kv["median_ns"]) / 1e6
+    if not ns:
+        return
+    off = median(ns.get(("off", "plain"), [])) or None
+    cols = [c for c in CONFIGS if any(k[0] == c for k in ns)]
+    modes = []
+    for _, m in sorted(ns, key=lambda k: k[1]):
+        if m not in modes:
+            modes.append(m)
+    print()
+    print(f"| bench-work, s (median; ratio to pmu=off plain {off or 0:.3f} s;"
+          " [ratio to emulated]) | " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    for m in modes:
+        cells = []
+        for c in cols:
+            v = median(ns.get((c, m), []))
+            e = median(ns.get(("emulated", m), []))
+            if v is None:
+                cells.append("-")
+                continue
+            cell = f"{v:.3f}" + (f" ({v / off:.2f})" if off else "")
+            if e and c != "emulated":
+                cell += f" [{v / e:.2f}]"
+            if smp.get((c, m)):
+                cell += f"; {median(smp[(c, m)]):.0f} samples"
+            cells.append(cell)
+        print(f"| {m} | " + " | ".join(cells) + " |")
+    for what in ("true", "perf-stat"):
+        cells = []
+        for c in cols:
+            v, e = start.get((c, what)), start.get(("emulated", what))
+            cells.append("-" if v is None else f"{v:.1f}" +
+                         (f" [{v / e:.2f}]" if e and c != "emulated" else ""))
+        print(f"| start-up {what}, ms | " + " | ".join(cells) + " |")
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "build/nested-kvm/l1.out"
+    work_table(path)
     marks, snaps, samples = load(path)
     cols = [c for c in CONFIGS if c in marks] + \
         sorted(c for c in marks if c not in CONFIGS)
     if not cols:
-        print(f"{path}: no counting phases (run with WHAT=count)")
-        return 1
+        return 0
     res = {c: per_event(marks, snaps, c) for c in cols}
     rows = [("user-space exits, all (L1 trace)", "exit-all"),
             ("  of them RDMSR", "exit-rdmsr"), ("  of them WRMSR", "exit-wrmsr"),
@@ -189,6 +247,7 @@ def main():
              for r in ROLES]
     rows += [(f"vpmu host call: {c}", c) for c in CALLS]
     rows += [("L2 time, ms", "time-ms")]
+    print()
     head = "| per PMI / per tick | " + " | ".join(cols) + " |"
     print(head)
     print("|---|" + "---:|" * len(cols))

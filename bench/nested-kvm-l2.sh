@@ -18,7 +18,9 @@
 # Kernel command line: nk.mode=pmu|off (off: only "true" and the plain
 # workload, for an L2 with -cpu host,pmu=off), nk.reps=N (workload runs per
 # mode, default 3), nk.rounds=R (bench-work's argument, default 10),
-# nk.startup=N (runs of each start-up command, default 9), nk.phase=count
+# nk.startup=N (runs of each start-up command, default 9), nk.records=
+# rec-F-E,... (more workload modes: perf record -F F with E = 1 or 6
+# events, e.g. rec-1000-1,rec-4000-6), nk.phase=count
 # (only the counting phases below, for bench/nested-kvm-count.py).
 #
 # Counting phases (nk.phase=count): each is bracketed by
@@ -33,7 +35,7 @@
 #   f1000  perf record -F 1000 -e cycles bench-work 4      (PMIs and ticks)
 #   f100   perf record -F 100 -e cycles bench-work 4       (mostly ticks)
 BIN=/vpmu/bin
-mode=pmu reps=3 rounds=10 startup=9 phase=all
+mode=pmu reps=3 rounds=10 startup=9 phase=all records=
 read -r cmdline </proc/cmdline
 for arg in $cmdline; do
     case $arg in
@@ -42,6 +44,7 @@ for arg in $cmdline; do
     nk.rounds=*) rounds=${arg#nk.rounds=} ;;
     nk.startup=*) startup=${arg#nk.startup=} ;;
     nk.phase=*) phase=${arg#nk.phase=} ;;
+    nk.records=*) records=$(echo "${arg#nk.records=}" | tr ',' ' ') ;;
     esac
 done
 # AMD has no ref-cycles: the six events are these (six AMD counters, no
@@ -113,7 +116,7 @@ i=0
 while [ "$i" -lt "$reps" ]; do
     i=$((i + 1))
     modes=plain
-    [ "$mode" = pmu ] && modes="plain stat record record100"
+    [ "$mode" = pmu ] && modes="plain stat record record100 $records"
     for m in $modes; do
         rm -f w.out s.csv rec.data rec.err
         extra=
@@ -124,6 +127,19 @@ while [ "$i" -lt "$reps" ]; do
             # Every event counted, and how much of the time (100 = no
             # multiplexing).
             extra=" running=$(awk -F, '!/^#/ && NF >= 5 { printf "%s%s:%s", s, $3, ($1 ~ /^[0-9]+$/ ? $5 : $1); s = "," }' s.csv)"
+            ;;
+        rec-*)
+            # rec-F-E: perf record -F F with E events (1: cycles; 6: the
+            # six of perf stat), issue 25's -F 1000 / 4000 x 1 / 6 events.
+            f=${m#rec-}
+            e=${f#*-}
+            f=${f%-*}
+            evs=cycles
+            [ "$e" = 6 ] && evs=$EVENTS
+            perf record -F "$f" -e "$evs" -o rec.data -- "$BIN/bench-work" "$rounds" \
+                >w.out 2>rec.err
+            s=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' rec.err | tail -n1)
+            extra=" samples=${s:-0}"
             ;;
         record | record100)
             # -F 1000 (the issue's) and -F 100: at 1000 a sample's cost in

@@ -48,6 +48,8 @@
 #   REPS        bench-work runs per mode and configuration (default 5)
 #   ROUNDS      bench-work's argument (default 20)
 #   STARTUP     runs of each start-up command (default 9)
+#   RECORDS     more bench-work modes, rec-F-E,...: perf record -F F with
+#               E = 1 (cycles) or 6 events (e.g. rec-1000-1,rec-4000-6)
 #   TIMEOUT     L1's limit in seconds (default 3600); L2TIMEOUT each L2's (900)
 #   L1CPU       L1's -cpu (default EPYC-v3,pmu=on,+svm)
 #   WHAT        which L2 boots per configuration: linux,msr (default both;
@@ -70,6 +72,7 @@ RUNS=${RUNS:-off,emulated,vpmu,mediated,off}
 REPS=${REPS:-5}
 ROUNDS=${ROUNDS:-20}
 STARTUP=${STARTUP:-9}
+RECORDS=${RECORDS:-}
 LIMIT=${TIMEOUT:-3600}
 L2LIMIT=${L2TIMEOUT:-900}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}
@@ -330,6 +333,7 @@ mkcpio() { (cd "$1" && find . -print0 | LC_ALL=C sort -z |
             cpio --null -o -H newc -R 0:0 --quiet) | gzip -n; }
 mkcpio "$b/l2" >"$b/l1/nk/l2-overlay.cpio.gz"
 install -m 0755 "$top/bench/nested-kvm-l1" "$b/l1/init"
+install -m 0755 "$top/guest-tests/nested/mediated-check.sh" "$b/l1/nk/mediated-check.sh"
 mkcpio "$b/l1" >"$b/l1-overlay.cpio.gz"
 # Linux unpacks concatenated archives in turn: the later /init wins.
 cat "$OUT/l1/initramfs.cpio.gz" "$b/l1-overlay.cpio.gz" >"$OUT/initramfs.cpio.gz"
@@ -339,6 +343,7 @@ kernel=$OUT/l1/vmlinux
 # --- L1 --------------------------------------------------------------------------
 append="console=ttyS0 panic=-1 quiet nmi_watchdog=0 nk.runs=$RUNS nk.timeout=$L2LIMIT"
 append+=" nk.l2=nk.reps=$REPS:nk.rounds=$ROUNDS:nk.startup=$STARTUP"
+[[ -n $RECORDS ]] && append+=":nk.records=$RECORDS"
 append+=" nk.what=$WHAT nk.profile=$PROFILE"
 cmd=("$QEMU" -L /usr/share/qemu -L /usr/share/seabios -accel tcg -cpu "$L1CPU" -m 3072
      -nographic -no-reboot -net none

@@ -177,7 +177,6 @@ void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
     VpmuCounterInfo info[MAX_MIRROR];
     unsigned idx[MAX_MIRROR], n = 0;
     uint64_t mux;
-    int ret;
 
     mask &= k->kvm_base_valid;
     if (!mask || k->opts.rdpmc != VPMU_KVM_RDPMC_LIVE || !k->stats.kvm_pmu) {
@@ -200,17 +199,11 @@ void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
     if (n == 0) {
         return;
     }
-    b.hdr.nmsrs = n;
     mux = source_mux(k);
-    ret = vpmu_kvm__ioctl(k, k->opts.vcpu_fd, KVM_GET_MSRS, &b);
-    if (ret != (int)n) {
+    if (!vpmu_kvm__read_pmcs(k, &b.hdr, b.e, n)) {
         for (unsigned j = 0; j < n; j++) {
             k->kvm_base_valid &= ~(1ull << idx[j]);
         }
-        vpmu_logf_once(&k->log, VPMU_KVM_LOG_CATCH_UP,
-                       "vpmu/kvm: reading KVM's PMCs failed: %s (the "
-                       "instructions KVM retires itself are not counted)",
-                       ret < 0 ? strerror(errno) : "stopped at an entry");
         return;
     }
     for (unsigned j = 0; j < n; j++) {
@@ -424,6 +417,11 @@ retry:
         return mirror_fail(k, ret);
     }
     k->stats.mirrors++;
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        if (written & (1ull << i)) {
+            k->kvm_pmc[i] = vals[i];    /* what KVM holds for the exit */
+        }
+    }
     if (status != NO_STATUS) {
         k->kvm_status = status;
         k->kvm_status_valid = true;

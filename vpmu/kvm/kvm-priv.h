@@ -78,6 +78,8 @@ struct VpmuKvm {
     uint64_t kvm_sel[MAX_MIRROR];
     uint64_t kvm_global;
     bool pulled;                /* vpmu_kvm__pull() ran in this exit */
+    /* With pulled: KVM's PMCs as the pull read them, or written since. */
+    uint64_t kvm_pmc[MAX_MIRROR];
 };
 
 /* What the KVM front end logs once per vCPU (vpmu-log.h). */
@@ -142,6 +144,8 @@ static inline bool vpmu_kvm__linux(const VpmuKvm *k)
 int vpmu_kvm__setup_sync(VpmuKvm *k, char *err, size_t errlen);
 uint64_t vpmu_kvm__pull(VpmuKvm *k);
 bool vpmu_kvm__pull_due(VpmuKvm *k);
+bool vpmu_kvm__read_pmcs(VpmuKvm *k, struct kvm_msrs *hdr,
+                         struct kvm_msr_entry *e, unsigned n);
 void vpmu_kvm__status_entry(VpmuKvm *k, struct kvm_msrs *hdr,
                             struct kvm_msr_entry *e, uint64_t *status);
 bool vpmu_kvm__linux_selectors(VpmuKvm *k, const VpmuCounterInfo *info,

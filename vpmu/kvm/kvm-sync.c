@@ -118,60 +118,63 @@ static void want(PullBuf *b, uint32_t msr)
     b->e[b->hdr.nmsrs++].index = msr;
 }
 
-/* LINUX: the MSRs to read back; @at[i] the index of counter i's value. */
-static void want_linux(VpmuKvm *k, PullBuf *b, int *at)
+/*
+ * The MSRs to read back: every counter (kept for the exit in the PMC
+ * cache, so that the catch-up needs no KVM_GET_MSRS of its own), @at[i]
+ * its index; LINUX: the selectors too, @sel[i].
+ */
+static void want_all(VpmuKvm *k, PullBuf *b, int *at, int *sel)
 {
+    bool linux = vpmu_kvm__linux(k) && k->kvm_ctl_valid;
+
     for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
-        at[i] = -1;
-        if (i < k->cfg.nr_gp) {
+        sel[i] = -1;
+        if (linux && i < k->cfg.nr_gp) {
+            sel[i] = (int)b->hdr.nmsrs;
             want(b, k->msrs[i].control);
         }
-        /* A PMC KVM counts moves: the catch-up, not this, follows it. */
-        if (!(k->kvm_global & k->msrs[i].global_enable)) {
-            at[i] = (int)b->hdr.nmsrs;
-            want(b, k->msrs[i].counter);
-        }
+        at[i] = (int)b->hdr.nmsrs;
+        want(b, k->msrs[i].counter);
     }
-    if (k->cfg.nr_fixed) {
+    if (linux && k->cfg.nr_fixed) {
+        sel[k->cfg.nr_gp] = (int)b->hdr.nmsrs;
         want(b, k->msrs[k->cfg.nr_gp].control);
     }
 }
 
 /* LINUX: apply what the guest wrote; Return: the counters it wrote. */
-static uint64_t apply_linux(VpmuKvm *k, const PullBuf *b, const int *at)
+static uint64_t apply_linux(VpmuKvm *k, const PullBuf *b, const int *at,
+                           const int *sel)
 {
-    uint64_t wrote = 0, fixed = 0, late = 0;
-    unsigned nsel = 0;
+    uint64_t wrote = 0, late = 0;
+    unsigned nr_gp = k->cfg.nr_gp;
 
-    if (k->cfg.nr_fixed) {
-        fixed = b->e[b->hdr.nmsrs - 1].data;
-    }
     for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
         const VpmuCounterMsrs *m = &k->msrs[i];
-        uint64_t sel = i < k->cfg.nr_gp ? b->e[nsel++].data : 0;
-        bool val = at[i] >= 0;
+        /* A PMC KVM counts moves: the catch-up, not this, follows it. */
+        bool stopped = !(k->kvm_global & m->global_enable);
+        uint64_t val = b->e[at[i]].data & vpmu_kvm__width(k, i);
 
-        if (val) {
-            nsel++;
-        }
-        if (!pull_counter(k, i, sel, val,
-                          val ? b->e[at[i]].data & vpmu_kvm__width(k, i) : 0)) {
+        if (!pull_counter(k, i, i < nr_gp ? b->e[sel[i]].data : 0, stopped,
+                          val)) {
             continue;
         }
         wrote |= 1ull << i;
-        if (k->kvm_global & m->global_enable) {
+        if (!stopped) {
             late |= 1ull << i;
         }
     }
-    if (k->cfg.nr_fixed && fixed != k->kvm_sel[k->cfg.nr_gp]) {
-        uint32_t msr = k->msrs[k->cfg.nr_gp].control;
+    if (k->cfg.nr_fixed) {
+        uint64_t fixed = b->e[sel[nr_gp]].data;
+        uint32_t msr = k->msrs[nr_gp].control;
         VpmuMsrInfo cur;
 
-        if (vpmu_pmu_msr_info(k->pmu, msr, &cur) < 0 || cur.value != fixed) {
+        if (fixed != k->kvm_sel[nr_gp] &&
+            (vpmu_pmu_msr_info(k->pmu, msr, &cur) < 0 || cur.value != fixed)) {
             (void)vpmu_pmu_wrmsr_taken(k->pmu, msr, fixed);
-            wrote |= ((1ull << k->cfg.nr_fixed) - 1) << k->cfg.nr_gp;
+            wrote |= ((1ull << k->cfg.nr_fixed) - 1) << nr_gp;
         }
-        k->kvm_sel[k->cfg.nr_gp] = fixed;
+        k->kvm_sel[nr_gp] = fixed;
     }
     if (late) {
         k->stats.sync_late += (uint64_t)__builtin_popcountll(late);
@@ -193,7 +196,7 @@ static uint64_t apply_linux(VpmuKvm *k, const PullBuf *b, const int *at)
 uint64_t vpmu_kvm__pull(VpmuKvm *k)
 {
     PullBuf b;
-    int at[MAX_MIRROR];
+    int at[MAX_MIRROR], sel[MAX_MIRROR];
     uint64_t wrote = 0;
     int status = -1, ret;
 
@@ -201,20 +204,12 @@ uint64_t vpmu_kvm__pull(VpmuKvm *k)
     if (k->pulled) {
         return 0;
     }
-    for (unsigned i = 0; i < MAX_MIRROR; i++) {
-        at[i] = -1;
-    }
     memset(&b, 0, sizeof(b));
     if (k->status_msr) {
         status = (int)b.hdr.nmsrs;
         want(&b, k->status_msr);
     }
-    if (vpmu_kvm__linux(k) && k->kvm_ctl_valid) {
-        want_linux(k, &b, at);
-    }
-    if (!b.hdr.nmsrs) {
-        return 0;
-    }
+    want_all(k, &b, at, sel);
     ret = vpmu_kvm__ioctl(k, k->opts.vcpu_fd, KVM_GET_MSRS, &b);
     if (ret != (int)b.hdr.nmsrs) {
         vpmu_logf_once(&k->log, VPMU_KVM_LOG_CATCH_UP,
@@ -223,19 +218,41 @@ uint64_t vpmu_kvm__pull(VpmuKvm *k)
         return 0;
     }
     k->pulled = true;
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        k->kvm_pmc[i] = b.e[at[i]].data & vpmu_kvm__width(k, i);
+    }
     if (status >= 0) {
         pull_status(k, b.e[status].data);
-        /* The rest follows the status entry. */
-        memmove(&b.e[0], &b.e[1], sizeof(b.e[0]) * --b.hdr.nmsrs);
-        for (unsigned i = 0; i < MAX_MIRROR; i++) {
-            at[i] -= at[i] > 0;
-        }
     }
     if (vpmu_kvm__linux(k) && k->kvm_ctl_valid) {
-        wrote = apply_linux(k, &b, at);
+        wrote = apply_linux(k, &b, at, sel);
         k->kvm_base_valid &= ~wrote;
     }
     return wrote;
+}
+
+/*
+ * KVM's PMCs of @hdr's entries (counter MSRs), from the exit's cache where
+ * it has them, else with one KVM_GET_MSRS.  Return: whether all were read.
+ */
+bool vpmu_kvm__read_pmcs(VpmuKvm *k, struct kvm_msrs *hdr,
+                         struct kvm_msr_entry *e, unsigned n)
+{
+    (void)hdr;
+    if (!k->pulled) {
+        (void)vpmu_kvm__pull(k);    /* one KVM_GET_MSRS for the exit */
+    }
+    if (!k->pulled) {
+        return false;               /* logged once by the pull */
+    }
+    for (unsigned j = 0; j < n; j++) {
+        for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+            if (e[j].index == k->msrs[i].counter) {
+                e[j].data = k->kvm_pmc[i];
+            }
+        }
+    }
+    return true;
 }
 
 /* Does a mirror need a pull first (LINUX, or a status to write)? */

@@ -512,6 +512,7 @@ void vpmu_kvm_state_changed(VpmuKvm *k)
     k->kvm_val_valid = 0;
     k->kvm_base_valid = 0;
     k->kvm_status_valid = false;
+    k->pulled = false;
 }
 
 int vpmu_kvm_service(VpmuKvm *k)
