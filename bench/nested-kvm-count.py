@@ -228,8 +228,48 @@ def work_table(path):
         print(f"| start-up {what}, ms | " + " | ".join(cells) + " |")
 
 
+def exact_table(path):
+    """Counts and samples against their exact values, every configuration:
+    loop_N instructions:u 2N+4, branches:u N+1; perf record -c P on
+    loop_10M floor(exact / P)."""
+    got = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if len(w) < 4 or w[0] != "NK" or w[2] not in ("count", "record"):
+                continue
+            kv = parse_kv(w[3:])
+            if w[2] == "count" and "w" in kv:
+                n = int(kv["w"][len("loop_"):-1]) * 10**6
+                for ev, want in (("instructions:u", 2 * n + 4),
+                                 ("branches:u", n + 1)):
+                    got[w[1], kv["w"] + " " + ev] = (kv.get(ev, ""), want)
+            elif w[2] == "record" and "ev" in kv:
+                x = 20000004 if kv["ev"] == "instructions:u" else 10000001
+                got[w[1], f"record {kv['ev']} -c {kv['period']}"] = (
+                    kv.get("samples", ""), x // int(kv["period"]))
+    if not got:
+        return
+    cols = [c for c in CONFIGS if any(k[0] == c for k in got)]
+    rows = []
+    for _, r in got:
+        if r not in rows:
+            rows.append(r)
+    print()
+    print("| exact? (value, want) | " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    for r in rows:
+        cells = []
+        for c in cols:
+            v, want = got.get((c, r), ("", None))
+            ok = v.isdigit() and int(v) == want
+            cells.append("-" if v == "" else f"{v}" + ("" if ok else f" (want {want})"))
+        print(f"| {r} | " + " | ".join(cells) + " |")
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "build/nested-kvm/l1.out"
+    exact_table(path)
     work_table(path)
     marks, snaps, samples = load(path)
     cols = [c for c in CONFIGS if c in marks] + \

@@ -7,7 +7,9 @@
  *
  *   at VM creation, before any vCPU:
  *     KVM_ENABLE_CAP KVM_CAP_X86_USER_SPACE_MSR (KVM_MSR_EXIT_REASON_FILTER)
- *     vpmu_kvm_msr_filter(&cfg, &filter, ...)  and  KVM_X86_SET_MSR_FILTER
+ *     vpmu_kvm_probe(), vpmu_kvm_roles(&cfg, sync, ...) and
+ *     vpmu_kvm_msr_filter_roles(&cfg, rd, wr, &filter, ...), then
+ *     KVM_X86_SET_MSR_FILTER (vpmu_kvm_msr_filter(): every access exits)
  *   per vCPU, on its thread, after KVM_CREATE_VCPU:
  *     vpmu_kvm_new(&opts, &k, err, sizeof(err))
  *     guest CPUID: vpmu_kvm_cpuid() on leaves 0AH / 80000001H / 80000022H
@@ -15,6 +17,10 @@
  *   after every KVM_RUN (also when it returned -EINTR):
  *     KVM_EXIT_X86_RDMSR / KVM_EXIT_X86_WRMSR: vpmu_kvm_handle_msr_exit()
  *     then vpmu_kvm_service(): source overflows, PMI injection
+ *
+ * VpmuKvmSync says which PMU MSR accesses KVM's own vPMU serves instead
+ * (the overflow status by default, where KVM has the global MSRs); vpmu
+ * keeps them in step in KVM and takes back what the guest did there.
  *
  * RDPMC never exits under KVM: KVM answers it from its in-kernel PMCs.
  * vpmu keeps those sized like the guest's PMU and writes the current
