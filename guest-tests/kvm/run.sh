@@ -129,6 +129,19 @@ cpus = r["return"]
 c = cpus[0]["counters"] if cpus else []
 print(len(cpus), cpus[0]["vendor"] if cpus else "-",
       sum(1 for x in c if not x["fixed"]), sum(1 for x in c if x["fixed"]))
+# The exits and host calls (@kvm): none yet on stopped vCPUs; which
+# accesses KVM serves, as "role:rw" with r/w for KVM's reads/writes.
+k = cpus[0].get("kvm", {}) if cpus else {}
+served = [e["msr"] + ":" + ("r" if e["kvm-reads"] else "") +
+          ("w" if e["kvm-writes"] else "") for e in k.get("exits", [])
+          if e["kvm-reads"] or e["kvm-writes"]]
+used = sum(e["reads"] + e["writes"] for e in k.get("exits", [])) + \
+    sum(k.get(x, 0) for x in ("set-msrs", "get-msrs", "get-lapic", "nmi",
+                              "signal-msi", "signals"))
+with open(path + ".kvm", "w") as out:
+    print(k.get("sync", "-"), len(k.get("exits", [])), used,
+          ",".join(served) or "none",
+          cpus[0].get("source-host-mode", "-") if cpus else "-", file=out)
 EOF
 )
 wait "$qpid" 2>/dev/null
@@ -139,6 +152,22 @@ grep -q AuthenticAMD /proc/cpuinfo && want="2 amd 4 0"
 tap $? "QMP query-vpmu reports both KVM vCPUs' PMU ($want: vCPUs, vendor, GP, fixed)"
 [ "$(grep -c 'KVM has no vPMU' "$OUT/qmp-qemu.out")" = "$novpmu" ]
 tap $? "with 2 vCPUs, the startup notices are still one line each"
+# query-vpmu's kvm member (patch 0026): vpmu-sync auto, 7 kinds of MSR,
+# nothing used before the vCPUs ran; without KVM's vPMU every access
+# exits (nothing served by KVM); with one, KVM serves the status where
+# its vPMU has the global MSRs (docs/kvm.md, "Who serves which MSR").
+kvm=$(cat "$sock.kvm" 2>/dev/null)
+echo "# query-vpmu kvm: $kvm (sync, kinds, used, served by KVM, host mode)"
+if [ "$novpmu" = 1 ]; then
+    [ "$kvm" = "auto 7 0 none perf" ]
+    tap $? "query-vpmu kvm: auto, 7 kinds, unused, KVM serves nothing, host mode perf ($kvm)"
+else
+    case $kvm in
+    "auto 7 0 none perf" | "auto 7 0 status:r,status-clear:w perf") true ;;
+    *) false ;;
+    esac
+    tap $? "query-vpmu kvm: auto, 7 kinds, unused, KVM serves the status or nothing ($kvm)"
+fi
 
 # pmu-cycles is TCG's: under KVM the host's counters count cycles, and
 # QEMU refuses the property with a message naming it.
