@@ -7,7 +7,9 @@
 # shellcheck shell=sh disable=SC2154  # cfg is init-l1's
 
 # --- what L1 saw through QMP ------------------------------------------------------
-# qv FILE: a query-vpmu reply of one vCPU as KEY=VALUE lines: cpu-index,
+# qv FILE: a query-vpmu reply of one vCPU as KEY=VALUE lines (without its
+# "kvm" member, exits and host calls, which no check here reads):
+# cpu-index,
 # vendor, the vCPU's totals (overflows, pmis, filtered, unsupported,
 # source-errors), cI.KEY for counter I (fixed, index, event, control, value,
 # state, overflows, pmis, filtered; the qapi schema of patch 0011), sorted,
@@ -18,7 +20,14 @@ qv() {
         s = $0; d = 0; c = -1; tok = ""
         for (i = 1; i <= length(s); i++) {
             ch = substr(s, i, 1)
+            if (skip) {
+                if (ch == "{" || ch == "[") sd++
+                else if (ch == "}" || ch == "]") sd--
+                if (sd == 0) { skip = 0; tok = "" }
+                continue
+            }
             if (ch !~ /[][{},]/) { tok = tok ch; continue }
+            if (ch == "{" && tok ~ /"kvm": *$/) { skip = 1; sd = 1; tok = ""; continue }
             if (tok ~ /^ *"[a-z-]+": *[^ ]/) {
                 key = tok; sub(/^ *"/, "", key); sub(/".*/, "", key)
                 val = tok; sub(/^ *"[a-z-]+": */, "", val); gsub(/"/, "", val)

@@ -83,8 +83,9 @@ typedef enum VpmuKvmSync {
     /*
      * Exact for any guest.  Every access exits, except that KVM holds the
      * overflow status when its vPMU has the global MSRs (Intel version 2+,
-     * AMD PerfMonV2): vpmu writes the status with each PMI and the guest's
-     * status reads and acknowledgements (OVF_CTRL, STATUS_CLR) stay in KVM.
+     * AMD PerfMonV2) and its PMCs count live (VPMU_KVM_RDPMC_LIVE): vpmu
+     * writes the status with each PMI and the guest's status reads and
+     * acknowledgements (OVF_CTRL, STATUS_CLR) stay in KVM.
      */
     VPMU_KVM_SYNC_AUTO = 0,
     VPMU_KVM_SYNC_STRICT,       /* every PMU MSR access exits */
@@ -203,6 +204,13 @@ VPMU_API int vpmu_kvm_roles(const VpmuConfig *cfg, VpmuKvmSync sync,
                             unsigned *wr, char *err, size_t errlen);
 
 /**
+ * vpmu_kvm_sync_for() - the mode in force for @sync with @rdpmc: AUTO is
+ * STRICT with snapshot RDPMC (KVM's PMCs then set no status bit of their
+ * own for an overflow without INT).  Give vpmu_kvm_roles() this.
+ */
+VPMU_API VpmuKvmSync vpmu_kvm_sync_for(VpmuKvmSync sync, VpmuKvmRdpmc rdpmc);
+
+/**
  * vpmu_kvm_msr_filter_roles() - vpmu_kvm_msr_filter() that leaves the
  * accesses of vpmu_kvm_roles() to KVM: read and write ranges apart.
  */
@@ -215,7 +223,9 @@ VPMU_API int vpmu_kvm_msr_filter_roles(const VpmuConfig *cfg, unsigned rd,
  * vpmu_kvm_new() - the KVM front end of one vCPU, with its VpmuPmu.
  * Call on the vCPU thread after KVM_CREATE_VCPU, before the first KVM_RUN.
  *
- * Return: 0; -EINVAL (bad opts or config, message in @err); -ENOMEM.
+ * Return: 0; -EINVAL (bad opts or config, message in @err); -ENOTSUP
+ * (opts.sync needs what the PMUs or opts.rdpmc lack, message in @err);
+ * -ENOMEM.
  */
 VPMU_API int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out,
                           char *err, size_t errlen);

@@ -87,6 +87,8 @@ static int model_ioctl(void *opaque, int fd, unsigned long req, void *arg)
     case KVM_NMI:
         m.nmis++;
         return 0;
+    case KVM_CHECK_EXTENSION:
+        return 0;       /* no KVM_CAP_PMU_EVENT_FILTER (snapshot mode) */
     }
     ck_abort_msg("unexpected ioctl 0x%lx", req);
     return -1;
@@ -213,6 +215,42 @@ START_TEST(roles)
     ck_assert_int_eq(vpmu_kvm_roles(&amd, (VpmuKvmSync)7, &all, &rd, &wr,
                                     err, sizeof(err)), -EINVAL);
     ck_assert_str_eq(err, "sync: 7 is not a VpmuKvmSync");
+    /* AUTO holds the status only while KVM's PMCs count live. */
+    ck_assert_int_eq(vpmu_kvm_sync_for(VPMU_KVM_SYNC_AUTO,
+                                       VPMU_KVM_RDPMC_SNAPSHOT),
+                     VPMU_KVM_SYNC_STRICT);
+    ck_assert_int_eq(vpmu_kvm_sync_for(VPMU_KVM_SYNC_AUTO,
+                                       VPMU_KVM_RDPMC_LIVE),
+                     VPMU_KVM_SYNC_AUTO);
+    ck_assert_int_eq(vpmu_kvm_sync_for(VPMU_KVM_SYNC_LINUX,
+                                       VPMU_KVM_RDPMC_SNAPSHOT),
+                     VPMU_KVM_SYNC_LINUX);
+}
+END_TEST
+
+/* LINUX with snapshot RDPMC: refused, the reason named; AUTO is STRICT. */
+START_TEST(sync_rdpmc)
+{
+    static const VpmuKvmCaps caps = { .pmu = true, .global_msrs = true };
+    VpmuKvmOpts o = { .vm_fd = 100, .vcpu_fd = 101, .run = &m.run,
+                      .cfg = &m.cfg, .source_ops = vpmu_fake_source_ops(),
+                      .caps = &caps, .sync = VPMU_KVM_SYNC_LINUX,
+                      .rdpmc = VPMU_KVM_RDPMC_SNAPSHOT,
+                      .ioctl = model_ioctl };
+    VpmuKvmStats st;
+    char err[160];
+
+    ck_assert_int_eq(vpmu_fake_source_new(&m.fake), 0);
+    o.source = m.fake;
+    vpmu_config_init(&m.cfg, VPMU_VENDOR_AMD);
+    ck_assert_int_eq(vpmu_kvm_new(&o, &m.k, err, sizeof(err)), -ENOTSUP);
+    ck_assert_ptr_null(m.k);
+    ck_assert_str_eq(err, "sync=linux needs rdpmc=live (KVM's PMCs counting)");
+    o.sync = VPMU_KVM_SYNC_AUTO;
+    ck_assert_int_eq(vpmu_kvm_new(&o, &m.k, err, sizeof(err)), 0);
+    vpmu_kvm_stats(m.k, &st);
+    ck_assert_int_eq(st.sync, VPMU_KVM_SYNC_STRICT);
+    ck_assert_uint_eq(st.kvm_read_roles | st.kvm_write_roles, 0);
 }
 END_TEST
 
@@ -405,6 +443,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, teardown);
     tcase_add_test(tc, roles);
     tcase_add_test(tc, filters);
+    tcase_add_test(tc, sync_rdpmc);
     tcase_add_test(tc, auto_status);
     tcase_add_test(tc, linux_handler);
     tcase_add_test(tc, linux_late);

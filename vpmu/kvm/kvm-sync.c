@@ -45,16 +45,30 @@ static uint32_t role_msr(const VpmuKvm *k, VpmuMsrRole role)
            ? span.base : 0;
 }
 
+/*
+ * AUTO leaves the status to KVM only while KVM's PMCs count live: an
+ * overflow of a counter without INT raises no PMI, so vpmu learns of it
+ * only at its next fold, and it is KVM's live PMC that sets the bit in
+ * KVM's status meanwhile (KVM sets it whatever INT says).  With snapshot
+ * RDPMC nothing would, so there the status stays vpmu's (STRICT).
+ */
+VpmuKvmSync vpmu_kvm_sync_for(VpmuKvmSync sync, VpmuKvmRdpmc rdpmc)
+{
+    return sync == VPMU_KVM_SYNC_AUTO && rdpmc != VPMU_KVM_RDPMC_LIVE
+           ? VPMU_KVM_SYNC_STRICT : sync;
+}
+
 int vpmu_kvm__setup_sync(VpmuKvm *k, char *err, size_t errlen)
 {
-    int ret = vpmu_kvm_roles(&k->cfg, k->opts.sync, &k->caps,
+    VpmuKvmSync sync = vpmu_kvm_sync_for(k->opts.sync, k->opts.rdpmc);
+    int ret = vpmu_kvm_roles(&k->cfg, sync, &k->caps,
                              &k->stats.kvm_read_roles,
                              &k->stats.kvm_write_roles, err, errlen);
 
     if (ret < 0) {
         return ret;
     }
-    k->stats.sync = k->opts.sync;
+    k->stats.sync = sync;
     if (k->stats.kvm_read_roles & ROLE(STATUS)) {
         k->status_msr = role_msr(k, VPMU_MSR_ROLE_STATUS);
         k->status_clear_msr = role_msr(k, VPMU_MSR_ROLE_STATUS_CLEAR);

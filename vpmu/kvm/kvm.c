@@ -197,7 +197,8 @@ int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
     }
     if (opts->sync == VPMU_KVM_SYNC_LINUX &&
         opts->rdpmc != VPMU_KVM_RDPMC_LIVE) {
-        ret = vpmu_err(err, errlen, "sync=linux needs rdpmc=live");
+        ret = vpmu_errorf(err, errlen, -ENOTSUP,
+                          "sync=linux needs rdpmc=live (KVM's PMCs counting)");
         goto err;
     }
     ret = vpmu_kvm__setup_sync(k, err, errlen);
