@@ -64,16 +64,13 @@ static int build_ranges(const VpmuMsrSpan *spans, size_t nspans,
                         uint8_t *bitmaps, size_t len, size_t *usedp)
 {
     size_t used = *usedp;
-    unsigned nr = 0;
-
-    unsigned first;
+    unsigned nr = 0, first;
 
     /* Ranges already made (the read ranges, before the write ones). */
     while (nr < KVM_MSR_FILTER_MAX_RANGES && filter->ranges[nr].nmsrs) {
         nr++;
     }
     first = nr;
-
     for (size_t s = 0; s < nspans; s++) {
         struct kvm_msr_filter_range *cur =
             nr > first ? &filter->ranges[nr - 1] : NULL;
