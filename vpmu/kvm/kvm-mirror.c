@@ -170,10 +170,7 @@ static void set_base(VpmuKvm *k, unsigned i, uint64_t kvm, uint64_t vpmu,
  */
 void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
 {
-    struct {
-        struct kvm_msrs hdr;
-        struct kvm_msr_entry e[MAX_MIRROR];
-    } b;
+    struct kvm_msr_entry e[MAX_MIRROR];
     VpmuCounterInfo info[MAX_MIRROR];
     unsigned idx[MAX_MIRROR], n = 0;
     uint64_t mux;
@@ -182,7 +179,7 @@ void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
     if (!mask || k->opts.rdpmc != VPMU_KVM_RDPMC_LIVE || !k->stats.kvm_pmu) {
         return;
     }
-    memset(&b, 0, sizeof(b));
+    memset(e, 0, sizeof(e));
     for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
         if (!(mask & (1ull << i))) {
             continue;
@@ -193,14 +190,14 @@ void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
             k->kvm_base_valid &= ~(1ull << i);
             continue;
         }
-        b.e[n].index = k->msrs[i].counter;
+        e[n].index = k->msrs[i].counter;
         idx[n++] = i;
     }
     if (n == 0) {
         return;
     }
     mux = source_mux(k);
-    if (!vpmu_kvm__read_pmcs(k, &b.hdr, b.e, n)) {
+    if (!vpmu_kvm__read_pmcs(k, e, n)) {
         for (unsigned j = 0; j < n; j++) {
             k->kvm_base_valid &= ~(1ull << idx[j]);
         }
@@ -209,7 +206,7 @@ void vpmu_kvm__catch_up(VpmuKvm *k, uint64_t mask)
     for (unsigned j = 0; j < n; j++) {
         unsigned i = idx[j];
         uint64_t width = vpmu_kvm__width(k, i);
-        uint64_t kvm = b.e[j].data & width;
+        uint64_t kvm = e[j].data & width;
         uint64_t vpmu = (info[i].value -
                          (k->served_exit && kvm_counts_exit(k, i, &info[i])))
                         & width;

@@ -144,8 +144,7 @@ static inline bool vpmu_kvm__linux(const VpmuKvm *k)
 int vpmu_kvm__setup_sync(VpmuKvm *k, char *err, size_t errlen);
 uint64_t vpmu_kvm__pull(VpmuKvm *k);
 bool vpmu_kvm__pull_due(VpmuKvm *k);
-bool vpmu_kvm__read_pmcs(VpmuKvm *k, struct kvm_msrs *hdr,
-                         struct kvm_msr_entry *e, unsigned n);
+bool vpmu_kvm__read_pmcs(VpmuKvm *k, struct kvm_msr_entry *e, unsigned n);
 void vpmu_kvm__status_entry(VpmuKvm *k, struct kvm_msrs *hdr,
                             struct kvm_msr_entry *e, uint64_t *status);
 bool vpmu_kvm__linux_selectors(VpmuKvm *k, const VpmuCounterInfo *info,

@@ -89,6 +89,31 @@ static void pull_status(VpmuKvm *k, uint64_t kvm)
 }
 
 /*
+ * LINUX: a selector (GP i's, or FIXED_CTR_CTRL in slot nr_gp) KVM holds
+ * that differs from what vpmu left there: the guest wrote it.  Linux's
+ * tick stops and restarts a counter (EN 0 then 1) with the same event
+ * while the global control is off: KVM then holds the guest's value
+ * again, with INT, nothing changes for the core and no host event is
+ * touched.  Return: whether the core's selector changed.
+ */
+static bool pull_selector(VpmuKvm *k, unsigned slot, uint32_t msr,
+                          uint64_t sel)
+{
+    VpmuMsrInfo cur;
+    bool wrote = false;
+
+    if (sel == k->kvm_sel[slot]) {
+        return false;
+    }
+    if (vpmu_pmu_msr_info(k->pmu, msr, &cur) < 0 || cur.value != sel) {
+        (void)vpmu_pmu_wrmsr_taken(k->pmu, msr, sel);
+        wrote = true;
+    }
+    k->kvm_sel[slot] = sel;     /* the next mirror takes INT off again */
+    return wrote;
+}
+
+/*
  * LINUX: counter i's selector or value in KVM differs from what vpmu left
  * there: the guest wrote it.  Returns whether it did.
  */
@@ -96,24 +121,8 @@ static bool pull_counter(VpmuKvm *k, unsigned i, uint64_t sel, bool has_val,
                          uint64_t val)
 {
     const VpmuCounterMsrs *m = &k->msrs[i];
-    bool wrote = false;
+    bool wrote = i < k->cfg.nr_gp && pull_selector(k, i, m->control, sel);
 
-    if (i < k->cfg.nr_gp && sel != k->kvm_sel[i]) {
-        VpmuMsrInfo cur;
-
-        /*
-         * Linux's tick stops and restarts a counter (EN 0 then 1) with
-         * the same event while the global control is off: KVM then holds
-         * the guest's value again, with INT.  Nothing changes for the
-         * core, and no host event is touched.
-         */
-        if (vpmu_pmu_msr_info(k->pmu, m->control, &cur) < 0 ||
-            cur.value != sel) {
-            (void)vpmu_pmu_wrmsr_taken(k->pmu, m->control, sel);
-            wrote = true;
-        }
-        k->kvm_sel[i] = sel;    /* the next mirror takes INT off again */
-    }
     if (has_val && val != k->kvm_val[i]) {
         (void)vpmu_pmu_wrmsr_taken(k->pmu, m->counter_full, val);
         k->kvm_val[i] = val;
@@ -178,17 +187,10 @@ static uint64_t apply_linux(VpmuKvm *k, const PullBuf *b, const int *at,
             late |= 1ull << i;
         }
     }
-    if (k->cfg.nr_fixed) {
-        uint64_t fixed = b->e[sel[nr_gp]].data;
-        uint32_t msr = k->msrs[nr_gp].control;
-        VpmuMsrInfo cur;
-
-        if (fixed != k->kvm_sel[nr_gp] &&
-            (vpmu_pmu_msr_info(k->pmu, msr, &cur) < 0 || cur.value != fixed)) {
-            (void)vpmu_pmu_wrmsr_taken(k->pmu, msr, fixed);
-            wrote |= ((1ull << k->cfg.nr_fixed) - 1) << nr_gp;
-        }
-        k->kvm_sel[nr_gp] = fixed;
+    if (k->cfg.nr_fixed &&
+        pull_selector(k, nr_gp, k->msrs[nr_gp].control,
+                      b->e[sel[nr_gp]].data)) {
+        wrote |= ((1ull << k->cfg.nr_fixed) - 1) << nr_gp;
     }
     if (late) {
         k->stats.sync_late += (uint64_t)__builtin_popcountll(late);
@@ -246,13 +248,11 @@ uint64_t vpmu_kvm__pull(VpmuKvm *k)
 }
 
 /*
- * KVM's PMCs of @hdr's entries (counter MSRs), from the exit's cache where
- * it has them, else with one KVM_GET_MSRS.  Return: whether all were read.
+ * KVM's PMCs of the @n entries @e (counter MSRs), from the exit's pull
+ * (one KVM_GET_MSRS, made now if not yet).  Return: whether they were read.
  */
-bool vpmu_kvm__read_pmcs(VpmuKvm *k, struct kvm_msrs *hdr,
-                         struct kvm_msr_entry *e, unsigned n)
+bool vpmu_kvm__read_pmcs(VpmuKvm *k, struct kvm_msr_entry *e, unsigned n)
 {
-    (void)hdr;
     if (!k->pulled) {
         (void)vpmu_kvm__pull(k);    /* one KVM_GET_MSRS for the exit */
     }
