@@ -21,7 +21,11 @@
 #             binary runs L1 and, copied into L1's image, L2
 #   RUNS      L1's nested.runs= (default
 #             "emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm;libvirt:stat-exact,record-kvm")
-#   TIMEOUT   L1's wall-clock limit in seconds (default 600)
+#   TIMEOUT   L1's wall-clock limit in seconds (default: L2TIMEOUT for each
+#             configuration in RUNS, plus 120 for L1's boot and its own
+#             checks).  It guards against an L1 that hangs outside an L2;
+#             each L2 has its own limit, so a slow machine on which every
+#             L2 finishes in time must not fail here.
 #   L2TIMEOUT each L2's limit inside L1 (default 240: the longer list, vpmu's, takes 60-120 s)
 #   L1CPU     L1's -cpu (default EPYC-v3,pmu=on,+svm; without +svm the suite
 #             skips: a check of the skip path)
@@ -36,8 +40,9 @@ QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${NESTED:-$ROOT/build/nested}
 IMAGE=${IMAGE:-$ROOT/build/guest}
 RUNS=${RUNS:-emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm;libvirt:stat-exact,record-kvm}
-LIMIT=${TIMEOUT:-600}
 L2LIMIT=${L2TIMEOUT:-240}
+ncfg=$(printf '%s\n' "$RUNS" | tr ';' '\n' | grep -c .)
+LIMIT=${TIMEOUT:-$((ncfg * L2LIMIT + 120))}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}
 LOG=$OUT/l1.log
 # shellcheck source-path=SCRIPTDIR source=../tap.sh
