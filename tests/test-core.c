@@ -1290,6 +1290,58 @@ START_TEST(test_counter_add)
 END_TEST
 
 /*
+ * A counter whose PMI another party raises (vpmu_pmu_set_pmi_elsewhere(),
+ * KVM's under sync=linux).  From -39 (the enabling WRMSR counted), 39
+ * user instructions wrap it: the status says so at the next look, with
+ * no opts.pmi; vpmu_pmu_pmi_delivered() counts the PMI the other party
+ * raised.  Its source has a full wrap as its period, so rewriting the
+ * counter (a PMI handler's preset) updates nothing.  Back to vpmu's own,
+ * from -4 (the preset WRMSR counted): 4 more raise vpmu's PMI.
+ */
+START_TEST(test_pmi_elsewhere)
+{
+    VpmuCounterInfo info;
+    VpmuFakeStats fs0;
+    VpmuConfig cfg;
+    CorePmu c;
+
+    cfg_v2(&cfg, 48, 48);
+    core_init(&c, &cfg, NULL);
+    wr(&c, A_PMC(0), P48 - 40);
+    wr(&c, EVTSEL(0), EOU | INT | INSTR);
+    ck_assert_int_eq(vpmu_pmu_set_pmi_elsewhere(c.pmu, GPC(0), true), 0);
+    vpmu_fake_source_run(c.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 39);
+    ck_assert_uint_eq(c.pmis, 0);
+    ck_assert_uint_eq(rd(&c, GLOBAL_STATUS), 1);
+    info_of(&c, GPC(0), &info);
+    ck_assert_uint_eq(info.value, 0);
+    ck_assert_uint_eq(info.overflows, 1);
+    ck_assert_uint_eq(info.pmis, 0);
+    ck_assert_int_eq(vpmu_pmu_pmi_delivered(c.pmu, GPC(0)), 0);
+    info_of(&c, GPC(0), &info);
+    ck_assert_uint_eq(info.pmis, 1);
+    ck_assert_uint_eq(stats_of(&c).pmis, 1);
+    ck_assert_uint_eq(c.pmis, 0);
+    fs0 = fake_of(&c);
+    wr(&c, A_PMC(0), P48 - 5);
+    ck_assert_uint_eq(fake_of(&c).calls[VPMU_FAKE_UPDATE],
+                      fs0.calls[VPMU_FAKE_UPDATE]);
+    ck_assert_uint_eq(fake_of(&c).calls[VPMU_FAKE_OPEN],
+                      fs0.calls[VPMU_FAKE_OPEN]);
+    ck_assert_int_eq(vpmu_pmu_set_pmi_elsewhere(c.pmu, GPC(0), false), 0);
+    ck_assert_int_eq(vpmu_pmu_pmi_delivered(c.pmu, GPC(0)), -EINVAL);
+    ck_assert_int_eq(vpmu_pmu_pmi_delivered(c.pmu, GPC(8)), -ENOENT);
+    ck_assert_int_eq(vpmu_pmu_set_pmi_elsewhere(c.pmu, GPC(8), true),
+                     -ENOENT);
+    vpmu_fake_source_run(c.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 3);
+    ck_assert_uint_eq(c.pmis, 0);
+    vpmu_fake_source_run(c.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 1);
+    ck_assert_uint_eq(c.pmis, 1);
+    core_fini(&c);
+}
+END_TEST
+
+/*
  * The plain-event rule is the core's, not the source's: on the recording
  * source, which accepts EDGE/INV/CMASK, such counters count (state
  * COUNTING) but get no emulated instructions or branches.
@@ -2209,6 +2261,7 @@ static Suite *core_suite(void)
     tc = tcase_create("reuse");
     tcase_add_test(tc, test_reuse);
     tcase_add_test(tc, test_counter_add);
+    tcase_add_test(tc, test_pmi_elsewhere);
     tcase_add_loop_test(tc, test_no_update, 0, (int)ARRAY_SIZE(noupdate_cases));
     suite_add_tcase(s, tc);
 

@@ -167,6 +167,10 @@ typedef struct VpmuKvmStats {
     uint64_t status_writes;         /* overflow bits written into KVM */
     uint64_t sync_late;             /* LINUX: counters the guest changed
                                        while globally enabled */
+    uint64_t pmi_kvm;               /* LINUX: overflows KVM raised itself
+                                       (PMIs it delivered, INT set) */
+    uint64_t pmi_kvm_missed;        /* LINUX: overflows vpmu saw that KVM
+                                       could no longer raise: vpmu did */
 } VpmuKvmStats;
 
 /* Bytes of bitmap storage vpmu_kvm_msr_filter() may need. */

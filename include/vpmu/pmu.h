@@ -340,6 +340,31 @@ VPMU_API void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl,
 VPMU_API int vpmu_pmu_counter_add(VpmuPmu *pmu, uint32_t id, uint64_t n);
 
 /**
+ * vpmu_pmu_set_pmi_elsewhere() - another party raises counter @id's PMI.
+ * @on: true from now on, false back to vpmu's own.
+ *
+ * For a front end that leaves the interrupt to a PMU that counts the
+ * same events beside vpmu's source: under KVM, KVM's own vPMU, whose
+ * PMC vpmu keeps at the guest's value (sync=linux, docs/kvm.md).  An
+ * overflow of the counter then sets the global status but calls no
+ * opts.pmi, and its source is programmed with a full wrap as its period,
+ * so that it never signals and the guest's rewrites of the counter cost
+ * no host call.  The front end reports each PMI the other party raised
+ * with vpmu_pmu_pmi_delivered().  Not part of the saved state.
+ * Return: 0; -ENOENT for no such counter.
+ */
+VPMU_API int vpmu_pmu_set_pmi_elsewhere(VpmuPmu *pmu, uint32_t id, bool on);
+
+/**
+ * vpmu_pmu_pmi_delivered() - the other party raised counter @id's overflow
+ * (vpmu_pmu_set_pmi_elsewhere()): its global status bit is set, as the
+ * guest saw it there, and, if its control asks for a PMI, the PMI is
+ * counted (VpmuCounterInfo.pmis, VpmuStats.pmis).
+ * Return: 0; -ENOENT for no such counter; -EINVAL if vpmu raises its PMI.
+ */
+VPMU_API int vpmu_pmu_pmi_delivered(VpmuPmu *pmu, uint32_t id);
+
+/**
  * vpmu_pmu_set_guest_mode() - the vCPU entered (@guest) or left SVM guest
  * mode.
  *

@@ -25,6 +25,7 @@
 /* PERF_CTL: instructions (C0h), USR 16, OS 17, INT 20, EN 22. */
 #define INSNS_ALL_INT   0x5300C0ull
 #define INSNS_ALL       0x4300C0ull
+#define INSNS_USR_INT   0x5100C0ull
 #define MASK48          ((1ull << 48) - 1)
 #define ROLE(r)         (1u << VPMU_MSR_ROLE_##r)
 
@@ -35,6 +36,7 @@ typedef struct Model {
     VpmuKvm *k;
     uint64_t ctl[6], ctr[6], gctl, status;
     unsigned sets, gets, nmis;
+    unsigned kvm_pmis;                  /* PMIs KVM raised itself */
     struct kvm_msr_entry last[32];      /* the last KVM_SET_MSRS */
     unsigned nlast;
 } Model;
@@ -94,7 +96,11 @@ static int model_ioctl(void *opaque, int fd, unsigned long req, void *arg)
     return -1;
 }
 
-/* KVM's live PMCs counting instructions at @cpl (global, EN, USR/OS). */
+/*
+ * KVM's live PMCs counting instructions at @cpl (global, EN, USR/OS).  A
+ * PMC that wraps sets its status bit whatever INT says, and with INT
+ * KVM raises the PMI itself (kvm_pmu_deliver_pmi(), no exit).
+ */
 static void kvm_count(unsigned cpl, uint64_t n)
 {
     uint64_t mode = cpl == 3 ? 1ull << 16 : 1ull << 17;
@@ -102,6 +108,10 @@ static void kvm_count(unsigned cpl, uint64_t n)
     for (unsigned i = 0; i < 6; i++) {
         if ((m.gctl & (1ull << i)) && (m.ctl[i] & (1ull << 22)) &&
             (m.ctl[i] & mode) && (m.ctl[i] & 0xFF) == 0xC0) {
+            if (n > MASK48 - m.ctr[i]) {
+                m.status |= 1ull << i;
+                m.kvm_pmis += !!(m.ctl[i] & (1ull << 20));
+            }
             m.ctr[i] = (m.ctr[i] + n) & MASK48;
         }
     }
@@ -320,12 +330,15 @@ END_TEST
  * AUTO: KVM holds the status.  As Linux, the guest first turns the
  * global control off (its reset value enables all six on AMD), then
  * counter 0 counts instructions (USR, OS, INT) from -10: the enabling
- * global WRMSR counts (-9), 9 user
- * instructions overflow it.  The PMI's mirror writes status 1 into KVM;
- * the guest acknowledges it there (STATUS_CLR) and vpmu's status follows
- * at its next look (vpmu_kvm_sync()).  Preset again, the second overflow
- * writes 1 again (the preset is made with the counter counting: the
- * preset WRMSR counts, then 9).  No status access exits: 5 WRMSR exits.
+ * global WRMSR counts (-9), 9 user instructions overflow it, in vpmu's
+ * source and in KVM's live PMC alike: KVM sets status 1 itself (whatever
+ * INT says), so vpmu's PMI finds it there and writes none.  The guest
+ * acknowledges it there (STATUS_CLR) and vpmu's status follows at its
+ * next look (vpmu_kvm_sync()).  Preset again (the preset WRMSR counts:
+ * -9), 8 user instructions in both, then one that only vpmu's host event
+ * counts (two host events of an event that is not exact): vpmu's PMI,
+ * and its mirror writes status 1 into KVM, the only status write.  No
+ * status access exits: 5 WRMSR exits.
  */
 START_TEST(auto_status)
 {
@@ -339,8 +352,6 @@ START_TEST(auto_status)
     guest_user(9);
     ck_assert_uint_eq(m.nmis, 1);
     ck_assert_uint_eq(m.status, 1);
-    ck_assert_uint_eq(m.last[m.nlast - 1].index, G_STATUS);
-    ck_assert_uint_eq(m.last[m.nlast - 1].data, 1);
     kvm_wrmsr(G_CLR, 1);
     ck_assert_uint_eq(core_rdmsr(G_STATUS), 1);    /* not looked yet */
     ck_assert_int_eq(vpmu_kvm_sync(m.k), 0);
@@ -348,11 +359,16 @@ START_TEST(auto_status)
     exit_wrmsr(CTR(0), MASK48 - 9);
     guest_user(8);
     ck_assert_uint_eq(m.nmis, 1);
-    guest_user(1);
+    /* vpmu's host event counts one KVM's PMC does not (not exact). */
+    vpmu_fake_source_run(m.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 1);
+    m.run.exit_reason = KVM_EXIT_INTR;
+    ck_assert_int_eq(vpmu_kvm_service(m.k), 0);
     ck_assert_uint_eq(m.nmis, 2);
     ck_assert_uint_eq(m.status, 1);
+    ck_assert_uint_eq(m.last[m.nlast - 1].index, G_STATUS);
+    ck_assert_uint_eq(m.last[m.nlast - 1].data, 1);
     vpmu_kvm_stats(m.k, &st);
-    ck_assert_uint_eq(st.status_writes, 2);
+    ck_assert_uint_eq(st.status_writes, 1);
     ck_assert_uint_eq(st.kvm_read_roles, ROLE(STATUS));
     ck_assert_uint_eq(st.exits[VPMU_MSR_ROLE_SELECTOR][1], 1);
     ck_assert_uint_eq(st.exits[VPMU_MSR_ROLE_COUNTER][1], 2);
@@ -367,44 +383,119 @@ END_TEST
  * LINUX, Linux's PerfMonV2 PMI handler.  Set-up as Linux does it: the
  * selector and the preset go to KVM while the global control is off,
  * vpmu takes them at the global enable (one exit), which counts: -9.
- * 9 user instructions overflow; the PMI writes status 1 into KVM.  The
- * handler: global 0 (exit), status read, preset -10 and STATUS_CLR in
- * KVM, global 1 (exit; counts: -9).  9 more overflow again.  Three exits
- * in all, two per PMI, and the handler's counter and selector writes
- * cost no host source call: the sample period of the preset is the
- * core's (-value).
+ * KVM's selector keeps INT, so the PMI is KVM's: 9 user instructions wrap
+ * KVM's PMC, KVM sets status 1 and raises the PMI, with no exit and no
+ * call to vpmu (vpmu's source has a full wrap as its period).  The
+ * handler: global 0 (exit: vpmu takes KVM's raise, pmi_kvm 1), status
+ * read, preset -10 and STATUS_CLR in KVM, global 1 (exit; counts: -9).
+ * 9 more wrap again: KVM's second PMI, taken at the next exit.  Four
+ * exits, two per PMI; vpmu injects nothing.  Its source is opened once,
+ * at the first enable, and after that neither KVM's PMIs nor the
+ * handler's presets cost it a call.
  */
 START_TEST(linux_handler)
 {
     VpmuKvmStats st;
+    VpmuFakeStats fs0, fs;
+    VpmuCounterInfo ci;
 
     setup_sync(VPMU_KVM_SYNC_LINUX);
     kvm_wrmsr(CTL(0), INSNS_ALL_INT);
     kvm_wrmsr(CTR(0), MASK48 - 9);
     exit_wrmsr(G_CTL, 1);
+    vpmu_fake_source_stats(m.fake, &fs0);
+    ck_assert_uint_eq(fs0.calls[VPMU_FAKE_OPEN], 1);
     ck_assert_uint_eq(core_rdmsr(CTL(0)), INSNS_ALL_INT);
-    ck_assert_uint_eq(m.ctl[0], INSNS_ALL);     /* INT is vpmu's */
+    ck_assert_uint_eq(m.ctl[0], INSNS_ALL_INT);     /* KVM raises the PMI */
     ck_assert_uint_eq(m.gctl, 1);
     ck_assert_uint_eq(core_rdmsr(CTR(0)), MASK48 - 8);
+    ck_assert_uint_eq(m.ctr[0], MASK48 - 8);
     guest_user(9);
-    ck_assert_uint_eq(m.nmis, 1);
+    ck_assert_uint_eq(m.kvm_pmis, 1);
+    ck_assert_uint_eq(m.nmis, 0);
     ck_assert_uint_eq(m.status, 1);
     exit_wrmsr(G_CTL, 0);
     ck_assert_uint_eq(m.gctl, 0);
+    ck_assert_uint_eq(core_rdmsr(G_STATUS), 1);
     kvm_wrmsr(CTR(0), MASK48 - 9);
     kvm_wrmsr(G_CLR, 1);
     exit_wrmsr(G_CTL, 1);
     ck_assert_uint_eq(core_rdmsr(G_STATUS), 0);
     ck_assert_uint_eq(core_rdmsr(CTR(0)), MASK48 - 8);
     guest_user(8);
-    ck_assert_uint_eq(m.nmis, 1);
+    ck_assert_uint_eq(m.kvm_pmis, 1);
     guest_user(1);
-    ck_assert_uint_eq(m.nmis, 2);
+    ck_assert_uint_eq(m.kvm_pmis, 2);
+    ck_assert_uint_eq(m.status, 1);
+    exit_wrmsr(G_CTL, 0);
+    ck_assert_uint_eq(core_rdmsr(G_STATUS), 1);
+    ck_assert_int_eq(vpmu_pmu_counter_info(vpmu_kvm_pmu(m.k),
+                                           VPMU_COUNTER_GP(0), &ci), 0);
+    ck_assert_uint_eq(ci.pmis, 2);
+    ck_assert_uint_eq(ci.overflows, 2);
+    ck_assert_uint_eq(m.nmis, 0);
     vpmu_kvm_stats(m.k, &st);
-    ck_assert_uint_eq(st.exits[VPMU_MSR_ROLE_GLOBAL_CTRL][1], 3);
-    ck_assert_uint_eq(st.rdmsr_exits + st.wrmsr_exits, 3);
+    ck_assert_uint_eq(st.pmi_kvm, 2);
+    ck_assert_uint_eq(st.pmi_kvm_missed, 0);
+    ck_assert_uint_eq(st.exits[VPMU_MSR_ROLE_GLOBAL_CTRL][1], 4);
+    ck_assert_uint_eq(st.rdmsr_exits + st.wrmsr_exits, 4);
     ck_assert_uint_eq(st.sync_late, 0);
-    ck_assert_uint_eq(st.status_writes, 2);
+    ck_assert_uint_eq(st.nmi + st.get_lapic + st.signal_msi, 0);
+    vpmu_fake_source_stats(m.fake, &fs);
+    ck_assert_uint_eq(fs.calls[VPMU_FAKE_OPEN], 1);
+    ck_assert_uint_eq(fs.calls[VPMU_FAKE_UPDATE], fs0.calls[VPMU_FAKE_UPDATE]);
+}
+END_TEST
+
+/*
+ * LINUX, vpmu's source ahead of KVM's PMC (two host events counting one
+ * event that is not exact may disagree by a few).  Counter 0 counts
+ * user instructions from -10 (the exits do not count).  vpmu's source
+ * counts 10 and wraps, KVM's PMC counts 9 and does not.  At the next exit (a
+ * global write that changes nothing) vpmu holds its status bit back:
+ * KVM's status stays 0, no PMI from vpmu.  KVM's PMC wraps with one
+ * more: KVM raises it, vpmu takes it at the next exit (pmi_kvm 1), and
+ * the guest's PMI count is 1.  Then the same once more from the preset
+ * -10, but the next exit stops the counter: the mirror writes vpmu's
+ * value (wrapped) into KVM's PMC, so KVM will never raise this overflow:
+ * vpmu raises it (one NMI) and writes the bit (pmi_kvm_missed 1).
+ */
+START_TEST(linux_pmi_ahead)
+{
+    VpmuKvmStats st;
+    VpmuCounterInfo ci;
+
+    setup_sync(VPMU_KVM_SYNC_LINUX);
+    kvm_wrmsr(CTL(0), INSNS_USR_INT);
+    kvm_wrmsr(CTR(0), MASK48 - 9);
+    exit_wrmsr(G_CTL, 1);
+    vpmu_fake_source_run(m.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 10);
+    kvm_count(3, 9);
+    exit_wrmsr(G_CTL, 1);
+    ck_assert_uint_eq(core_rdmsr(G_STATUS), 1);
+    ck_assert_uint_eq(m.status, 0);
+    ck_assert_uint_eq(m.nmis + m.kvm_pmis, 0);
+    kvm_count(3, 1);
+    ck_assert_uint_eq(m.kvm_pmis, 1);
+    exit_wrmsr(G_CTL, 0);
+    vpmu_kvm_stats(m.k, &st);
+    ck_assert_uint_eq(st.pmi_kvm, 1);
+    ck_assert_uint_eq(m.nmis, 0);
+    kvm_wrmsr(CTR(0), MASK48 - 9);
+    kvm_wrmsr(G_CLR, 1);
+    exit_wrmsr(G_CTL, 1);
+    vpmu_fake_source_run(m.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 10);
+    kvm_count(3, 9);
+    exit_wrmsr(G_CTL, 0);
+    ck_assert_uint_eq(m.nmis, 1);
+    ck_assert_uint_eq(m.status, 1);
+    ck_assert_uint_eq(m.kvm_pmis, 1);
+    vpmu_kvm_stats(m.k, &st);
+    ck_assert_uint_eq(st.pmi_kvm, 1);
+    ck_assert_uint_eq(st.pmi_kvm_missed, 1);
+    ck_assert_int_eq(vpmu_pmu_counter_info(vpmu_kvm_pmu(m.k),
+                                           VPMU_COUNTER_GP(0), &ci), 0);
+    ck_assert_uint_eq(ci.overflows, 2);
 }
 END_TEST
 
@@ -446,6 +537,7 @@ int main(void)
     tcase_add_test(tc, sync_rdpmc);
     tcase_add_test(tc, auto_status);
     tcase_add_test(tc, linux_handler);
+    tcase_add_test(tc, linux_pmi_ahead);
     tcase_add_test(tc, linux_late);
     suite_add_tcase(s, tc);
     return run_suite(s);

@@ -39,10 +39,16 @@ void vpmu_counter_init(VpmuCounter *c, VpmuPmu *pmu, bool fixed,
     c->mask = vpmu_width_mask(width);
 }
 
-/* Distance to overflow; a counter at 0 wraps after a full 2^width. */
+/*
+ * Distance to overflow; a counter at 0 wraps after a full 2^width.  A
+ * counter whose PMI another party raises (pmi_elsewhere) needs no signal
+ * from its source: a full wrap, the same every time, so that a guest
+ * write of the counter (the PMI handler's next period) costs no host
+ * call; folds still find its overflows.
+ */
 static uint64_t counter_period(const VpmuCounter *c)
 {
-    uint64_t p = (0 - c->shadow) & c->mask;
+    uint64_t p = c->pmi_elsewhere ? 0 : (0 - c->shadow) & c->mask;
 
     return p ? p : c->mask + 1;
 }
@@ -156,8 +162,8 @@ static void counter_overflowed(VpmuCounter *c)
     if (pmu->has_global) {
         pmu->global_status |= vpmu_status_bit(c);
     }
-    if (!c->dec.intr) {
-        return;
+    if (!c->dec.intr || c->pmi_elsewhere) {
+        return;     /* no PMI, or vpmu_pmu_pmi_delivered() counts it */
     }
     c->pmis++;
     pmu->stats.pmis++;
@@ -169,7 +175,7 @@ static void counter_overflowed(VpmuCounter *c)
 }
 
 /* Add @delta events; a sum past the mask is a wrap (several count once). */
-static void counter_advance(VpmuCounter *c, uint64_t delta)
+void vpmu_counter_advance(VpmuCounter *c, uint64_t delta)
 {
     bool wrapped = delta > c->mask - c->shadow;
 
@@ -183,7 +189,7 @@ static void counter_advance(VpmuCounter *c, uint64_t delta)
  * Fold what the source counted since the last fold into the shadow.
  * Return: false if the read failed and degraded the counter.
  */
-static bool counter_fold(VpmuCounter *c)
+bool vpmu_counter_fold(VpmuCounter *c)
 {
     uint64_t now;
     int r;
@@ -200,14 +206,14 @@ static bool counter_fold(VpmuCounter *c)
         uint64_t delta = now - c->src_last;
 
         c->src_last = now;
-        counter_advance(c, delta);
+        vpmu_counter_advance(c, delta);
     }
     return true;
 }
 
 uint64_t vpmu_counter_read(VpmuCounter *c)
 {
-    counter_fold(c);
+    vpmu_counter_fold(c);
     return c->shadow;
 }
 
@@ -346,16 +352,14 @@ static void counter_refuse(VpmuCounter *c, VpmuCounterState why)
     }
 }
 
-static void counter_reprogram(VpmuCounter *c);
-
 /* The source saw the period elapse: fold, which raises the overflow. */
 static void counter_overflow_cb(void *ctx)
 {
-    counter_reprogram(ctx);
+    vpmu_counter_reprogram(ctx);
 }
 
 /* Program the source for the counter's current state; it is folded. */
-static void counter_program(VpmuCounter *c)
+void vpmu_counter_program(VpmuCounter *c)
 {
     const VpmuCtl *ctl = &c->dec;
     VpmuSourceAttr attr = { 0 };
@@ -397,23 +401,23 @@ static void counter_program(VpmuCounter *c)
     counter_set_state(c, VPMU_COUNTER_COUNTING, ctl);
 }
 
-static void counter_reprogram(VpmuCounter *c)
+void vpmu_counter_reprogram(VpmuCounter *c)
 {
     /*
      * A failed read degrades the counter and it stays degraded: only a
      * guest write (counter_write/counter_set_ctl) programs it again.
      */
-    if (counter_fold(c)) {
-        counter_program(c);
+    if (vpmu_counter_fold(c)) {
+        vpmu_counter_program(c);
     }
 }
 
 static void counter_write(VpmuCounter *c, uint64_t val)
 {
     /* Events before the write belong to the old value (and may wrap it). */
-    counter_fold(c);
+    vpmu_counter_fold(c);
     c->shadow = val & c->mask;
-    counter_program(c);
+    vpmu_counter_program(c);
 }
 
 void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec)
@@ -424,94 +428,26 @@ void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec)
 
 static void counter_set_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec)
 {
-    counter_fold(c);
+    vpmu_counter_fold(c);
     if (c->ctl != ctl && c->state != VPMU_COUNTER_COUNTING) {
         /* A new request: a refusal of it is counted again. */
         counter_set_state(c, VPMU_COUNTER_OFF, NULL);
     }
     vpmu_counter_load_ctl(c, ctl, dec);
-    counter_program(c);
-}
-
-static void counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
-                                 unsigned cpl)
-{
-    uint8_t want = event == VPMU_EVENT_BRANCHES ?
-                   (cpl == 3 ? VPMU_EMUL_BR_USR : VPMU_EMUL_BR_OS) :
-                   (cpl == 3 ? VPMU_EMUL_INSN_USR : VPMU_EMUL_INSN_OS);
-    uint8_t mode = c->pmu->guest_mode ? VPMU_EMUL_GUEST : VPMU_EMUL_HOST;
-
-    if (!(c->emul & want) || !(c->emul & mode)) {
-        return;
-    }
-    if (!counter_fold(c)) {
-        return;
-    }
-    c->pmu->stats.emulated++;
-    counter_advance(c, 1);
-    counter_program(c);
-}
-
-/*
- * Count one retired instruction (or branch) at @cpl on every counter that
- * counts it: only those in the emulation bitmap (KVM precomputes the same,
- * kvm_pmu_recalc_pmc_emulation()).  Adding may overflow and freeze the PMU,
- * which reprograms counters and changes the bitmap: re-read it each time.
- */
-static void count_emulated(VpmuPmu *pmu, VpmuArchEvent event, unsigned cpl)
-{
-    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        if (!(pmu->emul_counters >> i)) {
-            break;
-        }
-        if (pmu->emul_counters & BIT_ULL(i)) {
-            counter_add_emulated(vpmu_counter_at(pmu, i), event, cpl);
-        }
-    }
-}
-
-void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl, bool branch)
-{
-    count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, cpl);
-    if (branch) {
-        count_emulated(pmu, VPMU_EVENT_BRANCHES, cpl);
-    }
-}
-
-int vpmu_pmu_counter_add(VpmuPmu *pmu, uint32_t id, uint64_t n)
-{
-    VpmuCounter *c = vpmu_counter_by_id(pmu, id);
-
-    if (!c) {
-        return -ENOENT;
-    }
-    if (c->state != VPMU_COUNTER_COUNTING) {
-        return -EINVAL;
-    }
-    if (n == 0) {
-        return 0;
-    }
-    /* The source's events come first: an overflow they hold is theirs. */
-    if (!counter_fold(c)) {
-        return -EIO;
-    }
-    c->pmu->stats.emulated += n;
-    counter_advance(c, n);
-    counter_program(c);     /* the period counts from the new value */
-    return 0;
+    vpmu_counter_program(c);
 }
 
 void vpmu_pmu_sync(VpmuPmu *pmu)
 {
     for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        counter_fold(vpmu_counter_at(pmu, i));
+        vpmu_counter_fold(vpmu_counter_at(pmu, i));
     }
 }
 
 void vpmu_pmu_reprogram_all(VpmuPmu *pmu)
 {
     for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        counter_reprogram(vpmu_counter_at(pmu, i));
+        vpmu_counter_reprogram(vpmu_counter_at(pmu, i));
     }
 }
 
@@ -525,9 +461,9 @@ static void reprogram_bits(VpmuPmu *pmu, uint64_t bits, bool fold_only)
             continue;
         }
         if (fold_only) {
-            counter_fold(c);
+            vpmu_counter_fold(c);
         } else {
-            counter_reprogram(c);
+            vpmu_counter_reprogram(c);
         }
     }
 }
@@ -614,6 +550,6 @@ void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
     }
     /* WRMSR retires after the write: the enabling one counts. */
     if (retire) {
-        count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, 0);
+        vpmu_count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, 0);
     }
 }

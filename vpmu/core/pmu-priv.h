@@ -108,6 +108,12 @@ typedef struct VpmuCounter {
     uint8_t emul;
 
     uint64_t overflows, pmis, filtered;
+    /*
+     * vpmu_pmu_set_pmi_elsewhere(): another party raises this counter's
+     * PMI; an overflow sets the status only, and the source gets a full
+     * wrap as its period (no signal).
+     */
+    bool pmi_elsewhere;
 } VpmuCounter;
 
 #define VPMU_EMUL_INSN_OS   (1u << 0)
@@ -285,6 +291,13 @@ void vpmu_counter_init(VpmuCounter *c, VpmuPmu *pmu, bool fixed,
                        unsigned idx, unsigned width);
 uint64_t vpmu_counter_read(VpmuCounter *c);
 void vpmu_counter_close(VpmuCounter *c);
+/* Fold the source's count; false if its read failed (degraded). */
+bool vpmu_counter_fold(VpmuCounter *c);
+/* Add @delta events after a fold; a wrap is an overflow. */
+void vpmu_counter_advance(VpmuCounter *c, uint64_t delta);
+/* Program the source for the counter's state (it is folded). */
+void vpmu_counter_program(VpmuCounter *c);
+void vpmu_counter_reprogram(VpmuCounter *c);
 /* Set a control with no fold and no reprogramming (reset, state load). */
 void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec);
 /*
@@ -297,6 +310,9 @@ void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
                     bool retire);
 uint64_t vpmu_pmu_read_status(VpmuPmu *pmu);
 void vpmu_pmu_reprogram_all(VpmuPmu *pmu);
+
+/* core/emulated.c: one retired @event at @cpl, on the counters that count it. */
+void vpmu_count_emulated(VpmuPmu *pmu, VpmuArchEvent event, unsigned cpl);
 /* Counter @i of all counters: GP counters first, then fixed ones. */
 static inline unsigned vpmu_nr_counters(const VpmuPmu *pmu)
 {

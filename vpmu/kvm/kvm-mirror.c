@@ -271,12 +271,12 @@ static bool add_selectors(const VpmuKvm *k, const VpmuCounterInfo *info,
 }
 
 /*
- * LINUX (kvm-sync.c): KVM's selectors hold the guest's, less INT (KVM
- * must never raise a PMI of its own), and its global control the guest's
- * enables of the counters vpmu counts live (@ctl, within the host
- * budget): KVM's PMC of any other counter stands still and keeps what
- * the guest writes into it for vpmu to pull.  Each entry only if KVM
- * does not hold that value already.
+ * LINUX (kvm-sync.c): KVM's selectors hold the guest's, INT included,
+ * and its global control the guest's enables of the counters vpmu counts
+ * live (@ctl, within the host budget): KVM's PMC of any other counter
+ * stands still and keeps what the guest writes into it for vpmu to pull.
+ * A live counter's PMI is KVM's (vpmu_kvm__pmi_elsewhere()).  Each entry
+ * only if KVM does not hold that value already.
  */
 static void add_linux_selectors(VpmuKvm *k, const VpmuCounterInfo *info,
                                 uint64_t *ctl, unsigned *starved,
@@ -292,7 +292,7 @@ static void add_linux_selectors(VpmuKvm *k, const VpmuCounterInfo *info,
     *starved = apply_budget(k, info, ctl);
     for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
         const VpmuCounterMsrs *m = &k->msrs[i];
-        uint64_t sel = info[i].control & ~m->control_pmi;
+        uint64_t sel = info[i].control;
 
         if (ctl[i]) {
             gval |= m->global_enable;
@@ -312,6 +312,7 @@ static void add_linux_selectors(VpmuKvm *k, const VpmuCounterInfo *info,
         add(b, k->msrs[0].global, gval);
         k->kvm_global = gval;
     }
+    vpmu_kvm__pmi_elsewhere(k, info, ctl);
 }
 
 /* One KVM_SET_MSRS; 0, -errno, or -EIO when KVM stopped at an entry. */
@@ -398,7 +399,8 @@ retry:
             written |= 1ull << i;
         }
     }
-    vpmu_kvm__status_entry(k, &b.hdr, b.e, &status);
+    vpmu_kvm__status_entry(k, &b.hdr, b.e,
+                           vpmu_kvm__pmi_held(k, info, written), &status);
     if (b.hdr.nmsrs == 0) {
         return 0;       /* nothing KVM holds changed */
     }

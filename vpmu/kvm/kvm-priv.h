@@ -77,6 +77,11 @@ struct VpmuKvm {
      */
     uint64_t kvm_sel[MAX_MIRROR];
     uint64_t kvm_global;
+    /*
+     * LINUX: bit i, counter i's PMI is KVM's (live there with INT in its
+     * selector; vpmu_pmu_set_pmi_elsewhere()).
+     */
+    uint64_t pmi_kvm;
     bool pulled;                /* vpmu_kvm__pull() ran in this exit */
     /* With pulled: KVM's PMCs as the pull read them, or written since. */
     uint64_t kvm_pmc[MAX_MIRROR];
@@ -146,11 +151,12 @@ uint64_t vpmu_kvm__pull(VpmuKvm *k);
 bool vpmu_kvm__pull_due(VpmuKvm *k);
 bool vpmu_kvm__read_pmcs(VpmuKvm *k, struct kvm_msr_entry *e, unsigned n);
 void vpmu_kvm__status_entry(VpmuKvm *k, struct kvm_msrs *hdr,
-                            struct kvm_msr_entry *e, uint64_t *status);
-bool vpmu_kvm__linux_selectors(VpmuKvm *k, const VpmuCounterInfo *info,
-                               uint64_t *ctl, unsigned *starved,
-                               struct kvm_msrs *hdr,
-                               struct kvm_msr_entry *e);
+                            struct kvm_msr_entry *e, uint64_t held,
+                            uint64_t *status);
+uint64_t vpmu_kvm__pmi_held(VpmuKvm *k, const VpmuCounterInfo *info,
+                            uint64_t written);
+void vpmu_kvm__pmi_elsewhere(VpmuKvm *k, const VpmuCounterInfo *info,
+                             const uint64_t *ctl);
 
 /* kvm-mirror.c */
 void vpmu_kvm__mirror_if_any(VpmuKvm *k);

@@ -76,16 +76,93 @@ int vpmu_kvm__setup_sync(VpmuKvm *k, char *err, size_t errlen)
     return 0;
 }
 
-/* The bits the guest cleared in KVM's status since vpmu last saw it. */
+/*
+ * The bits the guest cleared in KVM's status since vpmu last saw it, and
+ * (LINUX) the overflows KVM raised itself on counters whose PMI is its.
+ */
 static void pull_status(VpmuKvm *k, uint64_t kvm)
 {
     uint64_t cleared = k->kvm_status_valid ? k->kvm_status & ~kvm : 0;
+    uint64_t raised = k->kvm_status_valid ? kvm & ~k->kvm_status : 0;
 
     if (cleared) {
         (void)vpmu_pmu_wrmsr_taken(k->pmu, k->status_clear_msr, cleared);
     }
+    for (unsigned i = 0; raised && i < vpmu_kvm__nr(k); i++) {
+        if ((k->pmi_kvm & (1ull << i)) &&
+            (raised & k->msrs[i].global_enable) &&
+            vpmu_pmu_pmi_delivered(k->pmu, vpmu_kvm__id(k, i)) == 0) {
+            k->stats.pmi_kvm++;
+        }
+    }
     k->kvm_status = kvm;
     k->kvm_status_valid = true;
+}
+
+/*
+ * LINUX: a counter vpmu counts live in KVM has INT in KVM's selector, so
+ * its PMI is KVM's: KVM raises it when its PMC wraps, in the kernel, with
+ * no exit and no signal to vpmu (issue 25: the overflow signal's exit
+ * was one of three per PMI).  vpmu's PMC mirror keeps KVM's PMC at the
+ * guest's value, so KVM's overflow is the guest's.  vpmu's own source
+ * then needs no period (vpmu_pmu_set_pmi_elsewhere()), and the guest
+ * handler's counter write costs no host call.  A counter the host budget
+ * made a snapshot is not live in KVM: its PMI is vpmu's again.  A counter
+ * that stops keeps its side until it counts again.
+ */
+void vpmu_kvm__pmi_elsewhere(VpmuKvm *k, const VpmuCounterInfo *info,
+                             const uint64_t *ctl)
+{
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        uint64_t bit = 1ull << i;
+        bool kvm = ctl[i] != 0;
+
+        if (info[i].state != VPMU_COUNTER_COUNTING ||
+            kvm == !!(k->pmi_kvm & bit) ||
+            vpmu_pmu_set_pmi_elsewhere(k->pmu, vpmu_kvm__id(k, i), kvm) < 0) {
+            continue;
+        }
+        k->pmi_kvm ^= bit;
+    }
+}
+
+/*
+ * LINUX: the status bits vpmu keeps out of KVM for now, and the PMIs it
+ * raises itself.  vpmu's source and KVM's PMC count the same events with
+ * two host events; for an event that is not exact (cycles) vpmu's may
+ * wrap first.  KVM then still raises the PMI when its own PMC wraps, and
+ * sets the bit, so vpmu holds its bit back (@held, status bits) rather
+ * than writing it into KVM, where it would hide KVM's raise.  Only if
+ * this mirror rewrites such a counter's PMC (@written, bit i: counter i)
+ * does KVM never raise it: vpmu does, with the bit (pmi_kvm_missed).
+ * Return: the bits to hold back from this mirror's status.
+ */
+uint64_t vpmu_kvm__pmi_held(VpmuKvm *k, const VpmuCounterInfo *info,
+                            uint64_t written)
+{
+    VpmuMsrInfo st;
+    uint64_t held = 0;
+
+    if (!k->pmi_kvm || !k->status_msr ||
+        vpmu_pmu_msr_info(k->pmu, k->status_msr, &st) < 0) {
+        return 0;
+    }
+    for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
+        uint64_t bit = k->msrs[i].global_enable;
+
+        if (!(k->pmi_kvm & (1ull << i)) ||
+            !(info[i].control & k->msrs[i].control_pmi) ||
+            !(st.value & bit) || (k->kvm_status & bit)) {
+            continue;
+        }
+        if (written & (1ull << i)) {
+            k->pmi_pending = true;
+            k->stats.pmi_kvm_missed++;
+        } else {
+            held |= bit;
+        }
+    }
+    return held;
 }
 
 /*
@@ -93,8 +170,8 @@ static void pull_status(VpmuKvm *k, uint64_t kvm)
  * that differs from what vpmu left there: the guest wrote it.  Linux's
  * tick stops and restarts a counter (EN 0 then 1) with the same event
  * while the global control is off: KVM then holds the guest's value
- * again, with INT, nothing changes for the core and no host event is
- * touched.  Return: whether the core's selector changed.
+ * again, nothing changes for the core and no host event is touched.
+ * Return: whether the core's selector changed.
  */
 static bool pull_selector(VpmuKvm *k, unsigned slot, uint32_t msr,
                           uint64_t sel)
@@ -109,7 +186,7 @@ static bool pull_selector(VpmuKvm *k, unsigned slot, uint32_t msr,
         (void)vpmu_pmu_wrmsr_taken(k->pmu, msr, sel);
         wrote = true;
     }
-    k->kvm_sel[slot] = sel;     /* the next mirror takes INT off again */
+    k->kvm_sel[slot] = sel;
     return wrote;
 }
 
@@ -288,19 +365,20 @@ bool vpmu_kvm__pull_due(VpmuKvm *k)
  * bit the guest cleared there is cleared here too and never undone).
  */
 void vpmu_kvm__status_entry(VpmuKvm *k, struct kvm_msrs *hdr,
-                            struct kvm_msr_entry *e, uint64_t *status)
+                            struct kvm_msr_entry *e, uint64_t held,
+                            uint64_t *status)
 {
     VpmuMsrInfo info;
 
     if (!k->status_msr ||
         vpmu_pmu_msr_info(k->pmu, k->status_msr, &info) < 0 ||
-        (k->kvm_status_valid && info.value == k->kvm_status)) {
+        (k->kvm_status_valid && (info.value & ~held) == k->kvm_status)) {
         return;
     }
     e[hdr->nmsrs].index = k->status_msr;
-    e[hdr->nmsrs].data = info.value;
+    e[hdr->nmsrs].data = info.value & ~held;
     hdr->nmsrs++;
-    *status = info.value;
+    *status = info.value & ~held;
 }
 
 int vpmu_kvm_sync(VpmuKvm *k)
