@@ -27,9 +27,10 @@
  * counter values into them with KVM_SET_MSRS (a "mirror") when counters
  * start or stop, when the guest writes a counter or reads the overflow
  * status, and before a PMI is injected.  By default (VPMU_KVM_RDPMC_LIVE)
- * KVM's selectors get the guest's events too, without INT, so KVM's PMCs
- * count between mirrors and a user-space RDPMC (perf's mmap reads) sees a
- * running counter; VPMU_KVM_RDPMC_SNAPSHOT keeps KVM's PMCs still, with a
+ * KVM's selectors get the guest's events too, without INT (with it under
+ * VPMU_KVM_SYNC_LINUX, where KVM raises a live counter's PMI), so KVM's
+ * PMCs count between mirrors and a user-space RDPMC (perf's mmap reads)
+ * sees a running counter; VPMU_KVM_RDPMC_SNAPSHOT keeps KVM's PMCs still, with a
  * deny-all KVM event filter, at half the host counters.  On a host whose
  * KVM has no vPMU, new() logs that once: guest RDPMC takes #GP there.
  *
@@ -96,7 +97,9 @@ typedef enum VpmuKvmSync {
      * counter only while the global control has it off, as Linux does on
      * Intel version 2+ and AMD PerfMonV2; a write to a globally enabled
      * counter is seen late (counted in VpmuKvmStats.sync_late, logged).
-     * Needs the global MSRs in the guest's PMU and in KVM's.
+     * KVM raises the PMI of a counter that counts live in KVM (INT stays
+     * in KVM's selector): no exit for it.  Needs the global MSRs in the
+     * guest's PMU and in KVM's.
      */
     VPMU_KVM_SYNC_LINUX,
 } VpmuKvmSync;
