@@ -8,8 +8,9 @@
  * selectors with the guest's events, without INT (with it under LINUX:
  * kvm-sync.c), for the counters vpmu counts, so KVM's PMCs count on
  * between mirrors and a user-space RDPMC sees a running counter.  perf's
- * mmap self-reads compute offset + RDPMC right after the enabling WRMSRs; with values frozen at the last mirror
- * that sum is exactly 0 ("perf test" 4.3 fails).  Every mirror rebases
+ * mmap self-reads compute offset + RDPMC right after the enabling WRMSRs;
+ * with values frozen at the last mirror that sum is exactly 0 ("perf
+ * test" 4.3 fails).  Every mirror rebases
  * KVM's PMCs on vpmu's values, so the two differ at most by what happened
  * since the last one (docs/kvm.md).
  *
