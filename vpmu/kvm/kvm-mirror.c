@@ -10,9 +10,9 @@
  * between mirrors and a user-space RDPMC sees a running counter.  perf's
  * mmap self-reads compute offset + RDPMC right after the enabling WRMSRs;
  * with values frozen at the last mirror that sum is exactly 0 ("perf
- * test" 4.3 fails).  Every mirror rebases
- * KVM's PMCs on vpmu's values, so the two differ at most by what happened
- * since the last one (docs/kvm.md).
+ * test" 4.3 fails).  Every mirror rebases KVM's PMCs on vpmu's values,
+ * so the two differ at most by what happened since the last one
+ * (docs/kvm.md).
  *
  * Snapshot (VPMU_KVM_RDPMC_SNAPSHOT): only the values; KVM's selectors stay
  * 0 and a deny-all KVM event filter keeps KVM from programming counters.
