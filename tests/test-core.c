@@ -554,7 +554,7 @@ typedef struct PeriodCase {
     uint64_t open_period;
     VpmuArchEvent event;
     uint64_t raw_config;
-    /* the enabling WRMSR counted (instructions at OS): one update */
+    /* a second source call, an update (none since vpmu_pmu_wrmsr() defers) */
     bool updated;
     uint64_t update_period;
     uint64_t value_after;       /* PMC0 after the WRMSR */
@@ -588,17 +588,18 @@ static const PeriodCase period_cases[] = {
     { SRC_LINE, 48, true, 0, EOU | INT | RAW_EV, P48, VPMU_EVENT_RAW, RAW_EV,
       false, 0, 0, 0 },
     /*
-     * Instructions at OS: opened with 10 to go, then the enabling WRMSR
-     * counts (value ...F7) and the period is updated to 9.
+     * Instructions at OS: the enabling WRMSR counts (value ...F7) before
+     * the source is programmed (vpmu_pmu_wrmsr() defers it to its end):
+     * opened once, with 9 to go, no update.
      */
-    { SRC_LINE, 48, false, 0xFFFFFFFFFFF6, EN | OS | INSTR, 10,
-      VPMU_EVENT_INSTRUCTIONS, INSTR, true, 9, 0xFFFFFFFFFFF7, 0 },
-    /* One to go: the WRMSR itself wraps the counter; next period 2^48. */
-    { SRC_LINE, 48, false, M48, EN | OS | INSTR, 1,
-      VPMU_EVENT_INSTRUCTIONS, INSTR, true, P48, 0, 1 },
+    { SRC_LINE, 48, false, 0xFFFFFFFFFFF6, EN | OS | INSTR, 9,
+      VPMU_EVENT_INSTRUCTIONS, INSTR, false, 0, 0xFFFFFFFFFFF7, 0 },
+    /* One to go: the WRMSR itself wraps the counter; period 2^48. */
+    { SRC_LINE, 48, false, M48, EN | OS | INSTR, P48,
+      VPMU_EVENT_INSTRUCTIONS, INSTR, false, 0, 0, 1 },
     /* Same at 32 bits. */
-    { SRC_LINE, 32, false, M32, EN | OS | USR | INSTR, 1,
-      VPMU_EVENT_INSTRUCTIONS, INSTR, true, P32, 0, 1 },
+    { SRC_LINE, 32, false, M32, EN | OS | USR | INSTR, P32,
+      VPMU_EVENT_INSTRUCTIONS, INSTR, false, 0, 0, 1 },
 };
 
 START_TEST(test_sample_period)

@@ -340,6 +340,23 @@ VPMU_API void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl,
 VPMU_API int vpmu_pmu_counter_add(VpmuPmu *pmu, uint32_t id, uint64_t n);
 
 /**
+ * vpmu_pmu_defer() - defer the counting source's programming until
+ * vpmu_pmu_commit().
+ *
+ * Every call in between updates the guest-visible state at once (values,
+ * controls, what counts, the status) and marks the counters whose source
+ * must follow; the commit programs each of them once, with its state
+ * then.  A front end brackets one exit (its writes, what it takes from
+ * elsewhere) with it, and commits before the guest runs again; sources
+ * must not count guest events in between.  vpmu_pmu_wrmsr() does the
+ * same around one write.  Calls nest; the outermost commit programs.
+ */
+VPMU_API void vpmu_pmu_defer(VpmuPmu *pmu);
+
+/** vpmu_pmu_commit() - end a vpmu_pmu_defer(): see there. */
+VPMU_API void vpmu_pmu_commit(VpmuPmu *pmu);
+
+/**
  * vpmu_pmu_set_pmi_elsewhere() - another party raises counter @id's PMI.
  * @on: true from now on, false back to vpmu's own.
  *

@@ -407,11 +407,12 @@ START_TEST(test_reuse_and_idle_release)
     ck_assert(cycles->enabled);
     ck_assert_uint_eq(cycles->resets, 1);
     /*
-     * 2 reuses: this one, and the update of the instructions event when
-     * vpmu counted the WRMSR that enabled it (+1 instruction at CPL 0
-     * moves the period from 2^48 to 2^48 - 1).
+     * 1 reuse: this one.  The instructions event was opened once, with
+     * the period after vpmu counted the WRMSR that enabled it (+1
+     * instruction at CPL 0: 2^48 - 1): vpmu_pmu_wrmsr() programs the
+     * source at its end, not before and again after the count.
      */
-    ck_assert_uint_eq(perf_stats().reuses, 2);
+    ck_assert_uint_eq(perf_stats().reuses, 1);
     /*
      * The reused event counts from 0 (RESET): 50 cycles before, +1 for
      * the WRMSR counted while GP0 counted instructions, + 7 now = 58.
@@ -440,10 +441,10 @@ START_TEST(test_no_reuse_option)
     /* Period change: reopened too (update says -EOPNOTSUPP). */
     wr(A_PMC(0), 5);
     /*
-     * 5 opens: cycles; instructions, and again when the WRMSR that
-     * enabled it counted +1 (a period change); cycles; the PMC write.
+     * 4 opens: cycles; instructions (once: the WRMSR that enabled it is
+     * counted before the source is programmed); cycles; the PMC write.
      */
-    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 5);
+    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 4);
     ck_assert_uint_eq(fake_sys_open_fds(&env.fs), 1);
     ck_assert_uint_eq(perf_stats().reuses, 0);
     env_down();

@@ -358,26 +358,14 @@ static void counter_overflow_cb(void *ctx)
     vpmu_counter_reprogram(ctx);
 }
 
-/* Program the source for the counter's current state; it is folded. */
-void vpmu_counter_program(VpmuCounter *c)
+/* Point the source at the counting counter's event and period, enabled. */
+static void counter_source_program(VpmuCounter *c)
 {
     const VpmuCtl *ctl = &c->dec;
     VpmuSourceAttr attr = { 0 };
     const char *what = "open";
     int r;
 
-    if (!counter_enabled(c)) {
-        counter_stop(c, VPMU_COUNTER_OFF);
-        return;
-    }
-    if (!counter_allowed(c, ctl)) {
-        counter_refuse(c, VPMU_COUNTER_FILTERED);
-        return;
-    }
-    if (!counter_supported(c, ctl)) {
-        counter_refuse(c, VPMU_COUNTER_UNSUPPORTED);
-        return;
-    }
     attr.event = ctl->event;
     attr.raw_config = ctl->raw_config;
     attr.count_user = ctl->usr;
@@ -399,6 +387,68 @@ void vpmu_counter_program(VpmuCounter *c)
         return;
     }
     counter_set_state(c, VPMU_COUNTER_COUNTING, ctl);
+}
+
+/*
+ * Program the source for the counter's current state; it is folded.
+ * Inside a deferral (vpmu_pmu_defer()) a counter that counts is marked
+ * so at once (the emulated events, the WRMSR that enables it, see it),
+ * and its source is programmed once, at the commit, with the period of
+ * its value then: a WRMSR that writes a counter and then counts on it
+ * would otherwise re-arm the source twice, as would an exit whose
+ * writes touch one counter several times (KVM's deferred reprogramming,
+ * kvm_pmu_handle_event()).  Stopping is never deferred.
+ */
+void vpmu_counter_program(VpmuCounter *c)
+{
+    const VpmuCtl *ctl = &c->dec;
+
+    if (!counter_enabled(c)) {
+        counter_stop(c, VPMU_COUNTER_OFF);
+        return;
+    }
+    if (!counter_allowed(c, ctl)) {
+        counter_refuse(c, VPMU_COUNTER_FILTERED);
+        return;
+    }
+    if (!counter_supported(c, ctl)) {
+        counter_refuse(c, VPMU_COUNTER_UNSUPPORTED);
+        return;
+    }
+    if (c->pmu->defer) {
+        counter_set_state(c, VPMU_COUNTER_COUNTING, ctl);
+        c->pmu->dirty |= BIT_ULL(vpmu_counter_index(c));
+        return;
+    }
+    counter_source_program(c);
+}
+
+void vpmu_pmu_defer(VpmuPmu *pmu)
+{
+    pmu->defer++;
+}
+
+/*
+ * Each dirty counter that still counts gets its one source program.  A
+ * source may call back from it (an overflow): the commit is then over,
+ * so the callback programs at once.
+ */
+void vpmu_pmu_commit(VpmuPmu *pmu)
+{
+    if (pmu->defer > 1) {
+        pmu->defer--;
+        return;
+    }
+    pmu->defer = 0;
+    while (pmu->dirty) {
+        unsigned i = (unsigned)__builtin_ctzll(pmu->dirty);
+        VpmuCounter *c = vpmu_counter_at(pmu, i);
+
+        pmu->dirty &= ~BIT_ULL(i);
+        if (c->state == VPMU_COUNTER_COUNTING) {
+            counter_source_program(c);
+        }
+    }
 }
 
 void vpmu_counter_reprogram(VpmuCounter *c)

@@ -267,6 +267,12 @@ struct VpmuPmu {
     uint64_t global_ctrl;
     uint64_t global_status;
     uint64_t debugctl;
+    /*
+     * vpmu_pmu_defer() depth, and bit i: counter i counts and its source
+     * waits for vpmu_pmu_commit() (vpmu_counter_program()).
+     */
+    unsigned defer;
+    uint64_t dirty;
     /* Bit i: vpmu_counter_at(pmu, i) has emul bits (counts emulated ones). */
     uint64_t emul_counters;
     bool guest_mode;        /* vpmu_pmu_set_guest_mode() */

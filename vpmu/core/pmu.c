@@ -390,7 +390,10 @@ static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
                             vpmu_fixed_ctrl_field(val, i), &dec[i]);
         }
     }
+    /* The write and the WRMSR's own retirement: one source program. */
+    vpmu_pmu_defer(pmu);
     vpmu_pmu_apply(pmu, kind, idx, val, dec, retire);
+    vpmu_pmu_commit(pmu);
     return 0;
 }
 

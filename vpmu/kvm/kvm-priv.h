@@ -40,6 +40,7 @@ struct VpmuKvm {
      */
     bool served_exit;
     bool mirror_requested;      /* vpmu_kvm_state_changed() */
+    bool deferred;              /* an exit's vpmu_pmu_defer(), until service */
     /* Live RDPMC: what KVM's selectors hold, valid after a mirror. */
     bool kvm_ctl_valid;
     bool kvm_no_global;         /* KVM refused the global control MSR */

@@ -452,6 +452,16 @@ int vpmu_kvm_handle_msr_exit(VpmuKvm *k)
 {
     struct kvm_run *run = k->opts.run;
 
+    /*
+     * What this exit changes (the guest's write, what the pull takes from
+     * KVM, the catch-up) programs each counter's host event once, at
+     * vpmu_kvm_service() before the vCPU runs again.
+     */
+    if (!k->deferred) {
+        vpmu_pmu_defer(k->pmu);
+        k->deferred = true;
+    }
+
     switch (run->exit_reason) {
     case KVM_EXIT_X86_RDMSR:
         return handle_rdmsr(k, run);
@@ -519,6 +529,11 @@ void vpmu_kvm_state_changed(VpmuKvm *k)
 int vpmu_kvm_service(VpmuKvm *k)
 {
     int ret = 0;
+
+    if (k->deferred) {
+        k->deferred = false;
+        vpmu_pmu_commit(k->pmu);
+    }
 
     /* The guest's PMI handler reads the counters with RDPMC. */
     if (k->pmi_pending || k->mirror_requested) {
