@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Who serves which PMU MSR (VpmuKvmSync, vpmu/kvm/kvm-sync.c) against a
- * KVM model: opts.ioctl stands in for a KVM whose AMD vPMU has PerfMonV2
- * (Linux 6.4+).  It keeps KVM's PERF_CTL/CTR, global control and status
- * as KVM would; kvm_wrmsr() is a guest WRMSR the MSR filter leaves to
- * KVM, and kvm_count() what KVM's live PMCs count.  Every expectation is
- * derived by hand in the comment above its test.
+ * Who serves which PMU MSR (VpmuKvmSync, vpmu/kvm/kvm-sync.c) against the
+ * KVM model of kvm-model.h (AMD PerfMonV2 unless a test says Intel).
+ * Every expectation is derived by hand in the comment above its test.
  */
 #include <check.h>
 #include <errno.h>
@@ -16,172 +13,7 @@
 #include <vpmu/kvm.h>
 
 #include "check-main.h"
-
-#define CTL(i)      (0xC0010200u + 2u * (i))    /* PERF_CTLi */
-#define CTR(i)      (0xC0010201u + 2u * (i))    /* PERF_CTRi */
-#define G_STATUS    0xC0000300u
-#define G_CTL       0xC0000301u
-#define G_CLR       0xC0000302u                 /* PerfCntrGlobalStatusClr */
-/* PERF_CTL: instructions (C0h), USR 16, OS 17, INT 20, EN 22. */
-#define INSNS_ALL_INT   0x5300C0ull
-#define INSNS_ALL       0x4300C0ull
-#define INSNS_USR_INT   0x5100C0ull
-#define MASK48          ((1ull << 48) - 1)
-#define ROLE(r)         (1u << VPMU_MSR_ROLE_##r)
-
-typedef struct Model {
-    struct kvm_run run;
-    VpmuFakeSource *fake;
-    VpmuConfig cfg;
-    VpmuKvm *k;
-    uint64_t ctl[6], ctr[6], gctl, status;
-    unsigned sets, gets, nmis;
-    unsigned kvm_pmis;                  /* PMIs KVM raised itself */
-    struct kvm_msr_entry last[32];      /* the last KVM_SET_MSRS */
-    unsigned nlast;
-} Model;
-
-static Model m;
-
-static uint64_t *reg(uint32_t msr)
-{
-    if (msr >= CTL(0) && msr <= CTR(5)) {
-        return (msr & 1) ? &m.ctr[(msr - CTL(0)) / 2]
-                         : &m.ctl[(msr - CTL(0)) / 2];
-    }
-    if (msr == G_CTL) {
-        return &m.gctl;
-    }
-    ck_assert_msg(msr == G_STATUS, "KVM MSR 0x%x", msr);
-    return &m.status;
-}
-
-static int model_ioctl(void *opaque, int fd, unsigned long req, void *arg)
-{
-    struct kvm_msrs *msrs = arg;
-
-    (void)opaque;
-    (void)fd;
-    switch (req) {
-    case KVM_GET_MSRS:
-        m.gets++;
-        for (uint32_t i = 0; i < msrs->nmsrs; i++) {
-            msrs->entries[i].data = *reg(msrs->entries[i].index);
-        }
-        return (int)msrs->nmsrs;
-    case KVM_SET_MSRS:
-        m.sets++;
-        ck_assert_uint_le(msrs->nmsrs, 32);
-        for (uint32_t i = 0; i < msrs->nmsrs; i++) {
-            *reg(msrs->entries[i].index) = msrs->entries[i].data;
-        }
-        m.nlast = msrs->nmsrs;
-        memcpy(m.last, msrs->entries, msrs->nmsrs * sizeof(m.last[0]));
-        return (int)msrs->nmsrs;
-    case KVM_GET_LAPIC: {
-        struct kvm_lapic_state *l = arg;
-        uint32_t lvtpc = 4u << 8;           /* NMI delivery, unmasked */
-
-        memset(l, 0, sizeof(*l));
-        memcpy(&l->regs[0x340], &lvtpc, sizeof(lvtpc));
-        return 0;
-    }
-    case KVM_NMI:
-        m.nmis++;
-        return 0;
-    case KVM_CHECK_EXTENSION:
-        return 0;       /* no KVM_CAP_PMU_EVENT_FILTER (snapshot mode) */
-    }
-    ck_abort_msg("unexpected ioctl 0x%lx", req);
-    return -1;
-}
-
-/*
- * KVM's live PMCs counting instructions at @cpl (global, EN, USR/OS).  A
- * PMC that wraps sets its status bit whatever INT says, and with INT
- * KVM raises the PMI itself (kvm_pmu_deliver_pmi(), no exit).
- */
-static void kvm_count(unsigned cpl, uint64_t n)
-{
-    uint64_t mode = cpl == 3 ? 1ull << 16 : 1ull << 17;
-
-    for (unsigned i = 0; i < 6; i++) {
-        if ((m.gctl & (1ull << i)) && (m.ctl[i] & (1ull << 22)) &&
-            (m.ctl[i] & mode) && (m.ctl[i] & 0xFF) == 0xC0) {
-            if (n > MASK48 - m.ctr[i]) {
-                m.status |= 1ull << i;
-                m.kvm_pmis += !!(m.ctl[i] & (1ull << 20));
-            }
-            m.ctr[i] = (m.ctr[i] + n) & MASK48;
-        }
-    }
-}
-
-/* A guest WRMSR KVM serves: STATUS_CLR clears, then KVM retires it. */
-static void kvm_wrmsr(uint32_t msr, uint64_t val)
-{
-    if (msr == G_CLR) {
-        m.status &= ~val;
-    } else {
-        *reg(msr) = val;
-    }
-    kvm_count(0, 1);
-}
-
-/* A WRMSR that exits to vpmu, then the next KVM_RUN retires it. */
-static void exit_wrmsr(uint32_t msr, uint64_t val)
-{
-    m.run.exit_reason = KVM_EXIT_X86_WRMSR;
-    m.run.msr.index = msr;
-    m.run.msr.data = val;
-    ck_assert_int_eq(vpmu_kvm_handle_msr_exit(m.k), 0);
-    ck_assert_uint_eq(m.run.msr.error, 0);
-    ck_assert_int_eq(vpmu_kvm_service(m.k), 0);
-    kvm_count(0, 1);
-}
-
-/* @n instructions at CPL 3, counted by vpmu's host event and KVM's PMCs. */
-static void guest_user(uint64_t n)
-{
-    vpmu_fake_source_run(m.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, n);
-    kvm_count(3, n);
-    m.run.exit_reason = KVM_EXIT_INTR;      /* the overflow's signal */
-    ck_assert_int_eq(vpmu_kvm_service(m.k), 0);
-}
-
-static void setup_sync(VpmuKvmSync sync)
-{
-    static const VpmuKvmCaps caps = { .pmu = true, .global_msrs = true };
-    VpmuKvmOpts o = { .vm_fd = 100, .vcpu_fd = 101, .run = &m.run,
-                      .cfg = &m.cfg, .source_ops = vpmu_fake_source_ops(),
-                      .caps = &caps, .sync = sync, .host_counters = 12,
-                      .ioctl = model_ioctl };
-    char err[160];
-
-    memset(&m, 0, sizeof(m));
-    ck_assert_int_eq(vpmu_fake_source_new(&m.fake), 0);
-    o.source = m.fake;
-    vpmu_config_init(&m.cfg, VPMU_VENDOR_AMD);      /* PerfMonV2, 6 */
-    ck_assert_int_eq(vpmu_kvm_new(&o, &m.k, err, sizeof(err)), 0);
-    /* QEMU's vCPU reset: every register written into KVM once. */
-    vpmu_kvm_state_changed(m.k);
-    m.run.exit_reason = KVM_EXIT_INTR;
-    ck_assert_int_eq(vpmu_kvm_service(m.k), 0);
-}
-
-static void teardown(void)
-{
-    vpmu_kvm_free(m.k);
-    vpmu_fake_source_free(m.fake);
-}
-
-static uint64_t core_rdmsr(uint32_t msr)
-{
-    uint64_t v = 0;
-
-    ck_assert_int_eq(vpmu_pmu_rdmsr(vpmu_kvm_pmu(m.k), msr, &v), 0);
-    return v;
-}
+#include "kvm-model.h"
 
 /* Which accesses KVM serves, per mode, and why LINUX is refused. */
 START_TEST(roles)
@@ -344,20 +176,20 @@ START_TEST(auto_status)
 {
     VpmuKvmStats st;
 
-    setup_sync(VPMU_KVM_SYNC_AUTO);
-    exit_wrmsr(G_CTL, 0);
-    exit_wrmsr(CTL(0), INSNS_ALL_INT);
-    exit_wrmsr(CTR(0), MASK48 - 9);         /* -10 */
-    exit_wrmsr(G_CTL, 1);
-    guest_user(9);
+    model_setup(VPMU_VENDOR_AMD, VPMU_KVM_SYNC_AUTO);
+    model_exit_wrmsr(G_CTL, 0);
+    model_exit_wrmsr(CTL(0), INSNS_ALL_INT);
+    model_exit_wrmsr(CTR(0), MASK48 - 9);         /* -10 */
+    model_exit_wrmsr(G_CTL, 1);
+    model_user(9);
     ck_assert_uint_eq(m.nmis, 1);
     ck_assert_uint_eq(m.status, 1);
-    kvm_wrmsr(G_CLR, 1);
-    ck_assert_uint_eq(core_rdmsr(G_STATUS), 1);    /* not looked yet */
+    model_wrmsr(G_CLR, 1);
+    ck_assert_uint_eq(model_core_rdmsr(G_STATUS), 1);    /* not looked yet */
     ck_assert_int_eq(vpmu_kvm_sync(m.k), 0);
-    ck_assert_uint_eq(core_rdmsr(G_STATUS), 0);
-    exit_wrmsr(CTR(0), MASK48 - 9);
-    guest_user(8);
+    ck_assert_uint_eq(model_core_rdmsr(G_STATUS), 0);
+    model_exit_wrmsr(CTR(0), MASK48 - 9);
+    model_user(8);
     ck_assert_uint_eq(m.nmis, 1);
     /* vpmu's host event counts one KVM's PMC does not (not exact). */
     vpmu_fake_source_run(m.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 1);
@@ -399,36 +231,36 @@ START_TEST(linux_handler)
     VpmuFakeStats fs0, fs;
     VpmuCounterInfo ci;
 
-    setup_sync(VPMU_KVM_SYNC_LINUX);
-    kvm_wrmsr(CTL(0), INSNS_ALL_INT);
-    kvm_wrmsr(CTR(0), MASK48 - 9);
-    exit_wrmsr(G_CTL, 1);
+    model_setup(VPMU_VENDOR_AMD, VPMU_KVM_SYNC_LINUX);
+    model_wrmsr(CTL(0), INSNS_ALL_INT);
+    model_wrmsr(CTR(0), MASK48 - 9);
+    model_exit_wrmsr(G_CTL, 1);
     vpmu_fake_source_stats(m.fake, &fs0);
     ck_assert_uint_eq(fs0.calls[VPMU_FAKE_OPEN], 1);
-    ck_assert_uint_eq(core_rdmsr(CTL(0)), INSNS_ALL_INT);
+    ck_assert_uint_eq(model_core_rdmsr(CTL(0)), INSNS_ALL_INT);
     ck_assert_uint_eq(m.ctl[0], INSNS_ALL_INT);     /* KVM raises the PMI */
     ck_assert_uint_eq(m.gctl, 1);
-    ck_assert_uint_eq(core_rdmsr(CTR(0)), MASK48 - 8);
+    ck_assert_uint_eq(model_core_rdmsr(CTR(0)), MASK48 - 8);
     ck_assert_uint_eq(m.ctr[0], MASK48 - 8);
-    guest_user(9);
+    model_user(9);
     ck_assert_uint_eq(m.kvm_pmis, 1);
     ck_assert_uint_eq(m.nmis, 0);
     ck_assert_uint_eq(m.status, 1);
-    exit_wrmsr(G_CTL, 0);
+    model_exit_wrmsr(G_CTL, 0);
     ck_assert_uint_eq(m.gctl, 0);
-    ck_assert_uint_eq(core_rdmsr(G_STATUS), 1);
-    kvm_wrmsr(CTR(0), MASK48 - 9);
-    kvm_wrmsr(G_CLR, 1);
-    exit_wrmsr(G_CTL, 1);
-    ck_assert_uint_eq(core_rdmsr(G_STATUS), 0);
-    ck_assert_uint_eq(core_rdmsr(CTR(0)), MASK48 - 8);
-    guest_user(8);
+    ck_assert_uint_eq(model_core_rdmsr(G_STATUS), 1);
+    model_wrmsr(CTR(0), MASK48 - 9);
+    model_wrmsr(G_CLR, 1);
+    model_exit_wrmsr(G_CTL, 1);
+    ck_assert_uint_eq(model_core_rdmsr(G_STATUS), 0);
+    ck_assert_uint_eq(model_core_rdmsr(CTR(0)), MASK48 - 8);
+    model_user(8);
     ck_assert_uint_eq(m.kvm_pmis, 1);
-    guest_user(1);
+    model_user(1);
     ck_assert_uint_eq(m.kvm_pmis, 2);
     ck_assert_uint_eq(m.status, 1);
-    exit_wrmsr(G_CTL, 0);
-    ck_assert_uint_eq(core_rdmsr(G_STATUS), 1);
+    model_exit_wrmsr(G_CTL, 0);
+    ck_assert_uint_eq(model_core_rdmsr(G_STATUS), 1);
     ck_assert_int_eq(vpmu_pmu_counter_info(vpmu_kvm_pmu(m.k),
                                            VPMU_COUNTER_GP(0), &ci), 0);
     ck_assert_uint_eq(ci.pmis, 2);
@@ -465,28 +297,28 @@ START_TEST(linux_pmi_ahead)
     VpmuKvmStats st;
     VpmuCounterInfo ci;
 
-    setup_sync(VPMU_KVM_SYNC_LINUX);
-    kvm_wrmsr(CTL(0), INSNS_USR_INT);
-    kvm_wrmsr(CTR(0), MASK48 - 9);
-    exit_wrmsr(G_CTL, 1);
+    model_setup(VPMU_VENDOR_AMD, VPMU_KVM_SYNC_LINUX);
+    model_wrmsr(CTL(0), INSNS_USR_INT);
+    model_wrmsr(CTR(0), MASK48 - 9);
+    model_exit_wrmsr(G_CTL, 1);
     vpmu_fake_source_run(m.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 10);
-    kvm_count(3, 9);
-    exit_wrmsr(G_CTL, 1);
-    ck_assert_uint_eq(core_rdmsr(G_STATUS), 1);
+    model_count(3, 9);
+    model_exit_wrmsr(G_CTL, 1);
+    ck_assert_uint_eq(model_core_rdmsr(G_STATUS), 1);
     ck_assert_uint_eq(m.status, 0);
     ck_assert_uint_eq(m.nmis + m.kvm_pmis, 0);
-    kvm_count(3, 1);
+    model_count(3, 1);
     ck_assert_uint_eq(m.kvm_pmis, 1);
-    exit_wrmsr(G_CTL, 0);
+    model_exit_wrmsr(G_CTL, 0);
     vpmu_kvm_stats(m.k, &st);
     ck_assert_uint_eq(st.pmi_kvm, 1);
     ck_assert_uint_eq(m.nmis, 0);
-    kvm_wrmsr(CTR(0), MASK48 - 9);
-    kvm_wrmsr(G_CLR, 1);
-    exit_wrmsr(G_CTL, 1);
+    model_wrmsr(CTR(0), MASK48 - 9);
+    model_wrmsr(G_CLR, 1);
+    model_exit_wrmsr(G_CTL, 1);
     vpmu_fake_source_run(m.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 10);
-    kvm_count(3, 9);
-    exit_wrmsr(G_CTL, 0);
+    model_count(3, 9);
+    model_exit_wrmsr(G_CTL, 0);
     ck_assert_uint_eq(m.nmis, 1);
     ck_assert_uint_eq(m.status, 1);
     ck_assert_uint_eq(m.kvm_pmis, 1);
@@ -496,6 +328,60 @@ START_TEST(linux_pmi_ahead)
     ck_assert_int_eq(vpmu_pmu_counter_info(vpmu_kvm_pmu(m.k),
                                            VPMU_COUNTER_GP(0), &ci), 0);
     ck_assert_uint_eq(ci.overflows, 2);
+}
+END_TEST
+
+/*
+ * LINUX on Intel (architectural PMU version 2, 3 fixed counters), Linux's
+ * intel_pmu_handle_irq() with instructions:u on fixed counter 0, as perf
+ * places it.  FIXED_CTR_CTRL field 0 = USR | PMI (0xA) and the preset -10
+ * go to KVM while the global control is off; vpmu takes them at the
+ * global enable (one exit; the WRMSR at CPL 0 does not count).  10 user
+ * instructions wrap KVM's fixed PMC: KVM sets GLOBAL_STATUS bit 32 and
+ * raises the PMI.  The handler: global 0 (exit: vpmu takes the raise),
+ * status read and OVF_CTRL in KVM, preset -10 in KVM, global enable
+ * (exit).  10 more: KVM's second PMI.  Four exits, all global control
+ * writes; vpmu injects nothing.
+ */
+START_TEST(linux_handler_intel)
+{
+    const uint64_t f0 = 1ull << 32;
+    VpmuKvmStats st;
+    VpmuCounterInfo ci;
+
+    model_setup(VPMU_VENDOR_INTEL, VPMU_KVM_SYNC_LINUX);
+    model_exit_wrmsr(I_CTRL, 0);
+    model_wrmsr(I_FIXED_CTRL, 0xA);
+    model_wrmsr(I_FIXED(0), MASK48 - 9);
+    model_exit_wrmsr(I_CTRL, f0);
+    ck_assert_uint_eq(m.gctl, f0);
+    ck_assert_uint_eq(m.fixed_ctrl, 0xA);       /* KVM raises the PMI */
+    ck_assert_uint_eq(model_core_rdmsr(I_FIXED(0)), MASK48 - 9);
+    model_user(10);
+    ck_assert_uint_eq(m.kvm_pmis, 1);
+    ck_assert_uint_eq(m.status, f0);
+    model_exit_wrmsr(I_CTRL, 0);
+    ck_assert_uint_eq(model_core_rdmsr(I_STATUS), f0);
+    model_wrmsr(I_OVF, f0);
+    model_wrmsr(I_FIXED(0), MASK48 - 9);
+    model_exit_wrmsr(I_CTRL, f0);
+    ck_assert_uint_eq(model_core_rdmsr(I_STATUS), 0);
+    model_user(9);
+    ck_assert_uint_eq(m.kvm_pmis, 1);
+    model_user(1);
+    ck_assert_uint_eq(m.kvm_pmis, 2);
+    model_exit_wrmsr(I_CTRL, 0);
+    ck_assert_uint_eq(model_core_rdmsr(I_STATUS), f0);
+    ck_assert_int_eq(vpmu_pmu_counter_info(vpmu_kvm_pmu(m.k),
+                                           VPMU_COUNTER_FIXED_ID(0), &ci), 0);
+    ck_assert_uint_eq(ci.pmis, 2);
+    ck_assert_uint_eq(ci.value, 0);
+    ck_assert_uint_eq(m.nmis, 0);
+    vpmu_kvm_stats(m.k, &st);
+    ck_assert_uint_eq(st.pmi_kvm, 2);
+    ck_assert_uint_eq(st.exits[VPMU_MSR_ROLE_GLOBAL_CTRL][1], 5);
+    ck_assert_uint_eq(st.rdmsr_exits + st.wrmsr_exits, 5);
+    ck_assert_uint_eq(st.sync_late, 0);
 }
 END_TEST
 
@@ -512,17 +398,17 @@ START_TEST(linux_late)
 {
     VpmuKvmStats st;
 
-    setup_sync(VPMU_KVM_SYNC_LINUX);
-    exit_wrmsr(G_CTL, 0);
-    kvm_wrmsr(CTL(0), INSNS_ALL);
-    exit_wrmsr(G_CTL, 1);
-    guest_user(5);
-    kvm_wrmsr(CTL(0), 0x4100C0ull);
-    exit_wrmsr(G_CTL, 1);
+    model_setup(VPMU_VENDOR_AMD, VPMU_KVM_SYNC_LINUX);
+    model_exit_wrmsr(G_CTL, 0);
+    model_wrmsr(CTL(0), INSNS_ALL);
+    model_exit_wrmsr(G_CTL, 1);
+    model_user(5);
+    model_wrmsr(CTL(0), 0x4100C0ull);
+    model_exit_wrmsr(G_CTL, 1);
     vpmu_kvm_stats(m.k, &st);
     ck_assert_uint_eq(st.sync_late, 1);
-    ck_assert_uint_eq(core_rdmsr(CTL(0)), 0x4100C0ull);
-    ck_assert_uint_eq(core_rdmsr(CTR(0)), 6);
+    ck_assert_uint_eq(model_core_rdmsr(CTL(0)), 0x4100C0ull);
+    ck_assert_uint_eq(model_core_rdmsr(CTR(0)), 6);
 }
 END_TEST
 
@@ -531,13 +417,14 @@ int main(void)
     Suite *s = suite_create("kvm-sync");
     TCase *tc = tcase_create("sync");
 
-    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_checked_fixture(tc, NULL, model_teardown);
     tcase_add_test(tc, roles);
     tcase_add_test(tc, filters);
     tcase_add_test(tc, sync_rdpmc);
     tcase_add_test(tc, auto_status);
     tcase_add_test(tc, linux_handler);
     tcase_add_test(tc, linux_pmi_ahead);
+    tcase_add_test(tc, linux_handler_intel);
     tcase_add_test(tc, linux_late);
     suite_add_tcase(s, tc);
     return run_suite(s);
