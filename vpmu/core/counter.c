@@ -390,14 +390,11 @@ static void counter_source_program(VpmuCounter *c)
 }
 
 /*
- * Program the source for the counter's current state; it is folded.
- * Inside a deferral (vpmu_pmu_defer()) a counter that counts is marked
- * so at once (the emulated events, the WRMSR that enables it, see it),
- * and its source is programmed once, at the commit, with the period of
- * its value then: a WRMSR that writes a counter and then counts on it
- * would otherwise re-arm the source twice, as would an exit whose
- * writes touch one counter several times (KVM's deferred reprogramming,
- * kvm_pmu_handle_event()).  Stopping is never deferred.
+ * Program the source for the counter's current state; it is folded.  In
+ * a deferral (vpmu_pmu_defer()) a counter that counts is so at once (for
+ * the emulated events), and its source is programmed at the commit, once,
+ * with its value then (KVM: kvm_pmu_handle_event()).  Stopping is never
+ * deferred.
  */
 void vpmu_counter_program(VpmuCounter *c)
 {
@@ -428,11 +425,8 @@ void vpmu_pmu_defer(VpmuPmu *pmu)
     pmu->defer++;
 }
 
-/*
- * Each dirty counter that still counts gets its one source program.  A
- * source may call back from it (an overflow): the commit is then over,
- * so the callback programs at once.
- */
+/* Each marked counter that still counts: one source program (a callback
+ * from it, an overflow, comes after the deferral and programs at once). */
 void vpmu_pmu_commit(VpmuPmu *pmu)
 {
     if (pmu->defer > 1) {
