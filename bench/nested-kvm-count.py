@@ -95,6 +95,9 @@ def qmp_sums(reply):
             sums[c] += kvm[c]
         sums["sync"] = kvm["sync"]
         sums["sync-late"] += kvm["sync-late"]
+        # PMIs KVM raised itself (sync=linux); QEMU before them has none.
+        sums["pmi-kvm"] += kvm.get("pmi-kvm", 0)
+        sums["pmi-kvm-missed"] += kvm.get("pmi-kvm-missed", 0)
     return sums
 
 
@@ -286,6 +289,8 @@ def main():
     rows += [(f"  {rw} {r}", f"kvm-{rw}-{r}") for rw in ("rd", "wr")
              for r in ROLES]
     rows += [(f"vpmu host call: {c}", c) for c in CALLS]
+    rows += [("vpmu: PMIs KVM raised itself", "pmi-kvm"),
+             ("vpmu: ... that vpmu raised (KVM could not)", "pmi-kvm-missed")]
     rows += [("L2 time, ms", "time-ms")]
     print()
     head = "| per PMI / per tick | " + " | ".join(cols) + " |"
