@@ -10,9 +10,9 @@
  * (-value) & mask, so the source calls back exactly when the guest counter
  * wraps (KVM get_sample_period(), pmu-emul.c compute_period()).
  *
- * The PMU-wide state that starts and stops counters lives here too: the
- * global control, the global status and the freeze, which an overflow
- * changes, and the writes pmu.c hands over sanitised and decoded.
+ * The PMU-wide state that starts and stops counters (the global control,
+ * the status, the freeze) is global.c's; the guest's writes, sanitised
+ * and decoded by pmu.c, come in here (vpmu_pmu_apply()).
  */
 #include "pmu-priv.h"
 
@@ -62,39 +62,6 @@ void vpmu_counter_close(VpmuCounter *c)
     c->src_enabled = false;
 }
 
-/* Does a counter of @event count retired instructions on this PMU? */
-static bool counts_instructions(const VpmuPmu *pmu, VpmuArchEvent event)
-{
-    return event == VPMU_EVENT_INSTRUCTIONS ||
-           (pmu->cfg.insn_cycles && (event == VPMU_EVENT_CYCLES ||
-                                     event == VPMU_EVENT_REF_CYCLES));
-}
-
-/* What emulated events a counter with @ctl counts (VPMU_EMUL_*). */
-static uint8_t counter_emul_bits(const VpmuPmu *pmu, const VpmuCtl *ctl)
-{
-    uint8_t os, usr;
-
-    /* Like KVM's kvm_pmu_incr_counter(): only plain event encodings. */
-    if (!ctl->plain) {
-        return 0;
-    }
-    if (counts_instructions(pmu, ctl->event)) {
-        os = VPMU_EMUL_INSN_OS;
-        usr = VPMU_EMUL_INSN_USR;
-    } else if (ctl->event == VPMU_EVENT_BRANCHES) {
-        os = VPMU_EMUL_BR_OS;
-        usr = VPMU_EMUL_BR_USR;
-    } else {
-        return 0;
-    }
-    if (!ctl->os && !ctl->usr) {
-        return 0;
-    }
-    return (ctl->os ? os : 0) | (ctl->usr ? usr : 0) |
-           (ctl->host ? VPMU_EMUL_HOST : 0) | (ctl->guest ? VPMU_EMUL_GUEST : 0);
-}
-
 /* Every state change goes here: it keeps the emulation bitmap right. */
 static void counter_set_state(VpmuCounter *c, VpmuCounterState state,
                               const VpmuCtl *ctl)
@@ -102,7 +69,7 @@ static void counter_set_state(VpmuCounter *c, VpmuCounterState state,
     uint64_t bit = BIT_ULL(vpmu_counter_index(c));
 
     c->state = state;
-    c->emul = state == VPMU_COUNTER_COUNTING ? counter_emul_bits(c->pmu, ctl) : 0;
+    c->emul = state == VPMU_COUNTER_COUNTING ? ctl->emul : 0;
     if (c->emul) {
         c->pmu->emul_counters |= bit;
     } else {
@@ -127,31 +94,6 @@ static void counter_source_error(VpmuCounter *c, const char *what, int err)
     counter_set_state(c, VPMU_COUNTER_SOURCE_ERROR, NULL);
 }
 
-static void set_global_ctrl(VpmuPmu *pmu, uint64_t val);
-static void status_update(VpmuPmu *pmu, uint64_t set, uint64_t clear);
-
-/*
- * DEBUGCTL.Freeze_PerfMon_On_PMI (SDM Vol. 3B 20.2.4.1): the legacy freeze
- * (v2, v3) clears GLOBAL_CTRL; the streamlined one (v4+) sets
- * GLOBAL_STATUS.CTR_Frz and keeps GLOBAL_CTRL.  AMD has none.
- */
-static void freeze_on_pmi(VpmuPmu *pmu)
-{
-    if (!(pmu->debugctl & pmu->rules.freeze_on_pmi)) {
-        return;
-    }
-    if (pmu->rules.freeze_status) {
-        status_update(pmu, pmu->rules.freeze_status, 0);
-    } else {
-        set_global_ctrl(pmu, 0);
-    }
-}
-
-static bool frozen(const VpmuPmu *pmu)
-{
-    return pmu->global_status & pmu->rules.freeze_status;
-}
-
 /* Set and signal an overflow of @c (SDM 20.2.2, APM 13.2.1). */
 static void counter_overflowed(VpmuCounter *c)
 {
@@ -168,14 +110,14 @@ static void counter_overflowed(VpmuCounter *c)
     c->pmis++;
     pmu->stats.pmis++;
     /* The freeze is in place by the time the PMI handler runs. */
-    freeze_on_pmi(pmu);
+    vpmu_freeze_on_pmi(pmu);
     if (pmu->opts.pmi) {
         pmu->opts.pmi(pmu->opts.opaque);
     }
 }
 
 /* Add @delta events; a sum past the mask is a wrap (several count once). */
-void vpmu_counter_advance(VpmuCounter *c, uint64_t delta)
+static void counter_advance(VpmuCounter *c, uint64_t delta)
 {
     bool wrapped = delta > c->mask - c->shadow;
 
@@ -189,7 +131,7 @@ void vpmu_counter_advance(VpmuCounter *c, uint64_t delta)
  * Fold what the source counted since the last fold into the shadow.
  * Return: false if the read failed and degraded the counter.
  */
-bool vpmu_counter_fold(VpmuCounter *c)
+static bool counter_fold(VpmuCounter *c)
 {
     uint64_t now;
     int r;
@@ -206,14 +148,14 @@ bool vpmu_counter_fold(VpmuCounter *c)
         uint64_t delta = now - c->src_last;
 
         c->src_last = now;
-        vpmu_counter_advance(c, delta);
+        counter_advance(c, delta);
     }
     return true;
 }
 
 uint64_t vpmu_counter_read(VpmuCounter *c)
 {
-    vpmu_counter_fold(c);
+    counter_fold(c);
     return c->shadow;
 }
 
@@ -321,7 +263,7 @@ static bool counter_enabled(const VpmuCounter *c)
     if (pmu->has_global && !(pmu->global_ctrl & vpmu_status_bit(c))) {
         return false;
     }
-    return !frozen(pmu);
+    return !vpmu_frozen(pmu);
 }
 
 /*
@@ -352,10 +294,12 @@ static void counter_refuse(VpmuCounter *c, VpmuCounterState why)
     }
 }
 
+static void counter_reprogram(VpmuCounter *c);
+
 /* The source saw the period elapse: fold, which raises the overflow. */
 static void counter_overflow_cb(void *ctx)
 {
-    vpmu_counter_reprogram(ctx);
+    counter_reprogram(ctx);
 }
 
 /* Point the source at the counting counter's event and period, enabled. */
@@ -396,7 +340,7 @@ static void counter_source_program(VpmuCounter *c)
  * with its value then (KVM: kvm_pmu_handle_event()).  Stopping is never
  * deferred.
  */
-void vpmu_counter_program(VpmuCounter *c)
+static void counter_program(VpmuCounter *c)
 {
     const VpmuCtl *ctl = &c->dec;
 
@@ -420,20 +364,84 @@ void vpmu_counter_program(VpmuCounter *c)
     counter_source_program(c);
 }
 
-void vpmu_pmu_defer(VpmuPmu *pmu)
+static void counter_add_emulated(VpmuCounter *c, VpmuArchEvent event,
+                                 unsigned cpl)
 {
-    pmu->defer++;
-}
+    uint8_t want = event == VPMU_EVENT_BRANCHES ?
+                   (cpl == 3 ? VPMU_EMUL_BR_USR : VPMU_EMUL_BR_OS) :
+                   (cpl == 3 ? VPMU_EMUL_INSN_USR : VPMU_EMUL_INSN_OS);
+    uint8_t mode = c->pmu->guest_mode ? VPMU_EMUL_GUEST : VPMU_EMUL_HOST;
 
-/* Each marked counter that still counts: one source program (a callback
- * from it, an overflow, comes after the deferral and programs at once). */
-void vpmu_pmu_commit(VpmuPmu *pmu)
-{
-    if (pmu->defer > 1) {
-        pmu->defer--;
+    if (!(c->emul & want) || !(c->emul & mode)) {
         return;
     }
-    pmu->defer = 0;
+    if (!counter_fold(c)) {
+        return;
+    }
+    c->pmu->stats.emulated++;
+    counter_advance(c, 1);
+    counter_program(c);
+}
+
+/*
+ * Count one retired instruction (or branch) at @cpl on every counter that
+ * counts it: only those in the emulation bitmap (KVM precomputes the same,
+ * kvm_pmu_recalc_pmc_emulation()).  Adding may overflow and freeze the PMU,
+ * which reprograms counters and changes the bitmap: re-read it each time.
+ */
+static void count_emulated(VpmuPmu *pmu, VpmuArchEvent event, unsigned cpl)
+{
+    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
+        if (!(pmu->emul_counters >> i)) {
+            break;
+        }
+        if (pmu->emul_counters & BIT_ULL(i)) {
+            counter_add_emulated(vpmu_counter_at(pmu, i), event, cpl);
+        }
+    }
+}
+
+void vpmu_pmu_instruction_retired(VpmuPmu *pmu, unsigned cpl, bool branch)
+{
+    count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, cpl);
+    if (branch) {
+        count_emulated(pmu, VPMU_EVENT_BRANCHES, cpl);
+    }
+}
+
+/* For external.c: the same, out of line (counter.c's callers inline). */
+bool vpmu_counter_fold(VpmuCounter *c)
+{
+    return counter_fold(c);
+}
+
+void vpmu_counter_advance(VpmuCounter *c, uint64_t delta)
+{
+    counter_advance(c, delta);
+}
+
+void vpmu_counter_program(VpmuCounter *c)
+{
+    counter_program(c);
+}
+
+void vpmu_counter_reprogram(VpmuCounter *c)
+{
+    counter_reprogram(c);
+}
+
+void vpmu_pmu_defer(VpmuPmu *pmu)
+{
+    vpmu_defer(pmu);
+}
+
+void vpmu_pmu_commit(VpmuPmu *pmu)
+{
+    vpmu_commit(pmu);
+}
+
+void vpmu_commit_dirty(VpmuPmu *pmu)
+{
     while (pmu->dirty) {
         unsigned i = (unsigned)__builtin_ctzll(pmu->dirty);
         VpmuCounter *c = vpmu_counter_at(pmu, i);
@@ -445,114 +453,34 @@ void vpmu_pmu_commit(VpmuPmu *pmu)
     }
 }
 
-void vpmu_counter_reprogram(VpmuCounter *c)
+static void counter_reprogram(VpmuCounter *c)
 {
     /*
      * A failed read degrades the counter and it stays degraded: only a
      * guest write (counter_write/counter_set_ctl) programs it again.
      */
-    if (vpmu_counter_fold(c)) {
-        vpmu_counter_program(c);
+    if (counter_fold(c)) {
+        counter_program(c);
     }
 }
 
 static void counter_write(VpmuCounter *c, uint64_t val)
 {
     /* Events before the write belong to the old value (and may wrap it). */
-    vpmu_counter_fold(c);
+    counter_fold(c);
     c->shadow = val & c->mask;
-    vpmu_counter_program(c);
-}
-
-void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec)
-{
-    c->ctl = ctl;
-    c->dec = *dec;
+    counter_program(c);
 }
 
 static void counter_set_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec)
 {
-    vpmu_counter_fold(c);
+    counter_fold(c);
     if (c->ctl != ctl && c->state != VPMU_COUNTER_COUNTING) {
         /* A new request: a refusal of it is counted again. */
         counter_set_state(c, VPMU_COUNTER_OFF, NULL);
     }
     vpmu_counter_load_ctl(c, ctl, dec);
-    vpmu_counter_program(c);
-}
-
-void vpmu_pmu_sync(VpmuPmu *pmu)
-{
-    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        vpmu_counter_fold(vpmu_counter_at(pmu, i));
-    }
-}
-
-void vpmu_pmu_reprogram_all(VpmuPmu *pmu)
-{
-    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        vpmu_counter_reprogram(vpmu_counter_at(pmu, i));
-    }
-}
-
-/* Fold, or reprogram, the counters whose global enable bit is in @bits. */
-static void reprogram_bits(VpmuPmu *pmu, uint64_t bits, bool fold_only)
-{
-    for (unsigned i = 0; i < vpmu_nr_counters(pmu); i++) {
-        VpmuCounter *c = vpmu_counter_at(pmu, i);
-
-        if (!(bits & vpmu_status_bit(c))) {
-            continue;
-        }
-        if (fold_only) {
-            vpmu_counter_fold(c);
-        } else {
-            vpmu_counter_reprogram(c);
-        }
-    }
-}
-
-static void set_global_ctrl(VpmuPmu *pmu, uint64_t val)
-{
-    uint64_t changed = pmu->global_ctrl ^ val;
-
-    /*
-     * Fold the counters this write starts or stops under the old enables:
-     * an overflow found there happened before the write (and may freeze,
-     * changing GLOBAL_CTRL itself, hence the second XOR).  Counters whose
-     * enable does not change keep counting untouched.
-     */
-    reprogram_bits(pmu, changed, true);
-    changed |= pmu->global_ctrl ^ val;
-    pmu->global_ctrl = val;
-    reprogram_bits(pmu, changed, false);
-}
-
-/*
- * Set then clear status bits.  Fold first so an overflow that already
- * happened is not lost; a change of the freeze (v4 CTR_Frz) reprograms.
- */
-static void status_update(VpmuPmu *pmu, uint64_t set, uint64_t clear)
-{
-    uint64_t status;
-    bool was_frozen;
-
-    vpmu_pmu_sync(pmu);
-    was_frozen = frozen(pmu);
-    status = (pmu->global_status | set) & ~clear;
-    if (status == pmu->global_status) {
-        return;
-    }
-    pmu->global_status = status;
-    if (frozen(pmu) != was_frozen) {
-        vpmu_pmu_reprogram_all(pmu);
-    }
-}
-
-uint64_t vpmu_pmu_read_status(VpmuPmu *pmu)
-{
-    vpmu_pmu_sync(pmu);
-    return pmu->global_status;
+    counter_program(c);
 }
 
 void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
@@ -577,13 +505,13 @@ void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
         }
         break;
     case VPMU_MSR_GLOBAL_CTRL:
-        set_global_ctrl(pmu, val);
+        vpmu_set_global_ctrl(pmu, val);
         break;
     case VPMU_MSR_GLOBAL_OVF_CTRL:
-        status_update(pmu, 0, val);
+        vpmu_status_update(pmu, 0, val);
         break;
     case VPMU_MSR_GLOBAL_STATUS_SET:
-        status_update(pmu, val, 0);
+        vpmu_status_update(pmu, val, 0);
         break;
     case VPMU_MSR_DEBUGCTL:
         pmu->debugctl = val;
@@ -594,6 +522,6 @@ void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
     }
     /* WRMSR retires after the write: the enabling one counts. */
     if (retire) {
-        vpmu_count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, 0);
+        count_emulated(pmu, VPMU_EVENT_INSTRUCTIONS, 0);
     }
 }

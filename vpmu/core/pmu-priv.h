@@ -67,6 +67,7 @@ typedef struct VpmuCtl {
     bool intr;          /* INT / fixed PMI */
     bool plain;         /* no EDGE/INV/CMASK: emulated counts apply */
     bool host, guest;   /* counts in SVM host / guest mode (AMD HG bits) */
+    uint8_t emul;       /* VPMU_EMUL_*: the emulated events it counts */
     VpmuArchEvent event;
     uint64_t raw_config;
 } VpmuCtl;
@@ -275,6 +276,8 @@ struct VpmuPmu {
     uint64_t dirty;
     /* Bit i: vpmu_counter_at(pmu, i) has emul bits (counts emulated ones). */
     uint64_t emul_counters;
+    /* Bit i: its control would count emulated ones, were it counting. */
+    uint64_t emul_capable;
     bool guest_mode;        /* vpmu_pmu_set_guest_mode() */
 
     VpmuStats stats;
@@ -289,9 +292,9 @@ void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
 VpmuCounter *vpmu_counter_by_id(VpmuPmu *pmu, uint32_t id);
 
 /*
- * core/counter.c: the counter model and the PMU-wide state that drives it
- * (global control and status, freeze, emulated events).  Of the core it
- * calls only the filter, and no vendor code.
+ * core/counter.c: the counter model (global.c: the PMU-wide state that
+ * drives it; external.c: what it learns from outside its source).  Of the
+ * core it calls only the filter, and no vendor code.
  */
 void vpmu_counter_init(VpmuCounter *c, VpmuPmu *pmu, bool fixed,
                        unsigned idx, unsigned width);
@@ -304,8 +307,22 @@ void vpmu_counter_advance(VpmuCounter *c, uint64_t delta);
 /* Program the source for the counter's state (it is folded). */
 void vpmu_counter_program(VpmuCounter *c);
 void vpmu_counter_reprogram(VpmuCounter *c);
-/* Set a control with no fold and no reprogramming (reset, state load). */
-void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl, const VpmuCtl *dec);
+
+
+/*
+ * core/global.c: the global control, the status and the freeze.  An
+ * overflow with PMI applies DEBUGCTL.Freeze_PerfMon_On_PMI.
+ */
+void vpmu_freeze_on_pmi(VpmuPmu *pmu);
+void vpmu_set_global_ctrl(VpmuPmu *pmu, uint64_t val);
+/* Set then clear status bits (folds first; a freeze change reprograms). */
+void vpmu_status_update(VpmuPmu *pmu, uint64_t set, uint64_t clear);
+
+/* GLOBAL_STATUS.CTR_Frz (v4+ streamlined freeze) stops every counter. */
+static inline bool vpmu_frozen(const VpmuPmu *pmu)
+{
+    return pmu->global_status & pmu->rules.freeze_status;
+}
 /*
  * Apply a guest write the vendor sanitised, with its controls decoded
  * (EVTSEL: @dec[0]; FIXED_CTR_CTRL: fixed counter i's in @dec[i]); the
@@ -317,8 +334,31 @@ void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
 uint64_t vpmu_pmu_read_status(VpmuPmu *pmu);
 void vpmu_pmu_reprogram_all(VpmuPmu *pmu);
 
-/* core/emulated.c: one retired @event at @cpl, on the counters that count it. */
-void vpmu_count_emulated(VpmuPmu *pmu, VpmuArchEvent event, unsigned cpl);
+/*
+ * vpmu_pmu_defer()/vpmu_pmu_commit() for the core's own brackets (one
+ * write): no exported call.  The outermost commit programs the marked
+ * counters' sources (vpmu_commit_dirty(): each once; a callback from a
+ * source, an overflow, comes after the deferral and programs at once).
+ */
+void vpmu_commit_dirty(VpmuPmu *pmu);
+
+static inline void vpmu_defer(VpmuPmu *pmu)
+{
+    pmu->defer++;
+}
+
+static inline void vpmu_commit(VpmuPmu *pmu)
+{
+    if (pmu->defer > 1) {
+        pmu->defer--;
+        return;
+    }
+    pmu->defer = 0;
+    if (pmu->dirty) {
+        vpmu_commit_dirty(pmu);
+    }
+}
+
 /* Counter @i of all counters: GP counters first, then fixed ones. */
 static inline unsigned vpmu_nr_counters(const VpmuPmu *pmu)
 {
@@ -340,6 +380,45 @@ static inline uint64_t vpmu_status_bit(const VpmuCounter *c)
 {
     /* IA32_PERF_GLOBAL_STATUS: GP i at bit i, fixed i at bit 32 + i */
     return c->fixed ? BIT_ULL(32 + c->idx) : BIT_ULL(c->idx);
+}
+
+/* Set a control with no fold and no reprogramming (reset, state load). */
+static inline void vpmu_counter_load_ctl(VpmuCounter *c, uint64_t ctl,
+                                         const VpmuCtl *dec)
+{
+    uint64_t bit = BIT_ULL(vpmu_counter_index(c));
+
+    c->ctl = ctl;
+    c->dec = *dec;
+    if (dec->emul) {
+        c->pmu->emul_capable |= bit;
+    } else {
+        c->pmu->emul_capable &= ~bit;
+    }
+}
+
+/*
+ * May the WRMSR's own retirement count on a counter once this write
+ * (@kind, its decoded controls @dec) is applied?  Only then can it
+ * program a source twice (pmu_wrmsr() defers): a superset, cheap.
+ */
+static inline bool vpmu_write_may_count(const VpmuPmu *pmu, VpmuMsrKind kind,
+                                        const VpmuCtl *dec)
+{
+    if (pmu->emul_capable) {
+        return true;
+    }
+    if (kind == VPMU_MSR_EVTSEL) {
+        return dec[0].emul != 0;
+    }
+    if (kind == VPMU_MSR_FIXED_CTR_CTRL) {
+        for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+            if (dec[i].emul) {
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 /* core/filter.c */

@@ -345,22 +345,56 @@ static void decode_evtsel(const VpmuArchOps *a, uint32_t events, uint64_t ctl,
     }
 }
 
+/* Does a counter of @event count retired instructions on this PMU? */
+static bool counts_instructions(const VpmuPmu *pmu, VpmuArchEvent event)
+{
+    return event == VPMU_EVENT_INSTRUCTIONS ||
+           (pmu->cfg.insn_cycles && (event == VPMU_EVENT_CYCLES ||
+                                     event == VPMU_EVENT_REF_CYCLES));
+}
+
+/* What emulated events a counter with @ctl counts (VPMU_EMUL_*). */
+static uint8_t counter_emul_bits(const VpmuPmu *pmu, const VpmuCtl *ctl)
+{
+    uint8_t os, usr;
+
+    /* Like KVM's kvm_pmu_incr_counter(): only plain event encodings. */
+    if (!ctl->plain) {
+        return 0;
+    }
+    if (counts_instructions(pmu, ctl->event)) {
+        os = VPMU_EMUL_INSN_OS;
+        usr = VPMU_EMUL_INSN_USR;
+    } else if (ctl->event == VPMU_EVENT_BRANCHES) {
+        os = VPMU_EMUL_BR_OS;
+        usr = VPMU_EMUL_BR_USR;
+    } else {
+        return 0;
+    }
+    if (!ctl->os && !ctl->usr) {
+        return 0;
+    }
+    return (ctl->os ? os : 0) | (ctl->usr ? usr : 0) |
+           (ctl->host ? VPMU_EMUL_HOST : 0) | (ctl->guest ? VPMU_EMUL_GUEST : 0);
+}
+
 void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
                      VpmuCtl *out)
 {
     memset(out, 0, sizeof(*out));
     if (!c->fixed) {
         decode_evtsel(pmu->arch, pmu->cfg.events, ctl, out);
-        return;
+    } else {
+        /* A fixed counter's field (SDM Figure 20-2) and its one event. */
+        out->os = ctl & VPMU_FIXED_CTRL_OS;
+        out->usr = ctl & VPMU_FIXED_CTRL_USR;
+        out->en = out->os || out->usr;
+        out->intr = ctl & VPMU_FIXED_CTRL_PMI;
+        out->plain = true;
+        out->host = out->guest = true;
+        out->event = pmu->arch->fixed_events[c->idx];
     }
-    /* A fixed counter's field (SDM Figure 20-2) and its one event. */
-    out->os = ctl & VPMU_FIXED_CTRL_OS;
-    out->usr = ctl & VPMU_FIXED_CTRL_USR;
-    out->en = out->os || out->usr;
-    out->intr = ctl & VPMU_FIXED_CTRL_PMI;
-    out->plain = true;
-    out->host = out->guest = true;
-    out->event = pmu->arch->fixed_events[c->idx];
+    out->emul = counter_emul_bits(pmu, out);
 }
 
 static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
@@ -390,10 +424,17 @@ static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
                             vpmu_fixed_ctrl_field(val, i), &dec[i]);
         }
     }
-    /* The write and the WRMSR's own retirement: one source program. */
-    vpmu_pmu_defer(pmu);
-    vpmu_pmu_apply(pmu, kind, idx, val, dec, retire);
-    vpmu_pmu_commit(pmu);
+    /*
+     * The write and the WRMSR's own retirement program a source once
+     * (counter.c): deferred, where the retirement may count at all.
+     */
+    if (retire && vpmu_write_may_count(pmu, kind, dec)) {
+        vpmu_defer(pmu);
+        vpmu_pmu_apply(pmu, kind, idx, val, dec, retire);
+        vpmu_commit(pmu);
+    } else {
+        vpmu_pmu_apply(pmu, kind, idx, val, dec, retire);
+    }
     return 0;
 }
 
