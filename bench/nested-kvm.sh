@@ -228,63 +228,15 @@ if [[ ${1:-} == --summary ]]; then
     exit 0
 fi
 
-# --- L1's kernel: Debian sid's, through a private apt configuration ---------
-# The system's sources, the suite changed to sid (security and -updates
-# suites left out); lists and apt's cache under $cache/sidapt.  /etc/apt is
-# not touched.
+# --- L1's kernel: Debian sid's (scripts/sid-kernel.sh) ------------------------
 mediated_na=
 kdebs=
 fetch_sid() {
-    local a=$cache/sidapt img ver deps d deb
-    mkdir -p "$a/sources" "$a/lists/partial" "$a/cache/archives/partial"
-    rm -f "$a/sources/"*
-    if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
-        # deb822: keep the stanzas of the main archive, Suites: sid.
-        awk 'BEGIN { RS = ""; ORS = "\n\n" }
-             !/Suites:[^\n]*-security/ { sub(/Suites:[^\n]*/, "Suites: sid"); print }' \
-            /etc/apt/sources.list.d/debian.sources >"$a/sources/sid.sources"
-    fi
-    if [[ -f /etc/apt/sources.list ]]; then
-        awk '$1 == "deb" && $0 !~ /security/ { $3 = "sid"; print }' /etc/apt/sources.list |
-            sort -u >"$a/sources/sid.list"
-    fi
-    [[ -s $a/sources/sid.sources || -s $a/sources/sid.list ]] ||
-        { why="no Debian sources in /etc/apt to derive sid's from"; return 1; }
-    local opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$a/sources"
-                -o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache")
-    local apt=(apt-get "${opts[@]}" -q)
-    [[ $(id -u) != 0 ]] || apt+=(-o APT::Sandbox::User=root)
-    # The lists, at most once a day.
-    if [[ -z $(find "$a/lists" -maxdepth 1 -name '*_sid_InRelease' -mtime -1 2>/dev/null) ]]; then
-        "${apt[@]}" update >"$OUT/sid-apt.log" 2>&1 ||
-            { why="apt-get update (sid): $(grep -E '^(E|W):' "$OUT/sid-apt.log" | head -n1)"; return 1; }
-    fi
-    local ac=(apt-cache "${opts[@]}")
-    img=$("${ac[@]}" depends linux-image-amd64 2>/dev/null |
-          sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' | head -n1)
-    [[ -n $img ]] || { why="sid has no linux-image-amd64 -> linux-image-<ver> dependency"; return 1; }
-    ver=$("${ac[@]}" policy "$img" | awk '/Candidate:/ { print $2 }')
-    # Newer Debian kernels split the image package: linux-binary-* (vmlinuz)
-    # and linux-modules-* (modules).  Those must be of the image's own
-    # version (its Depends say "= VER"): kvm-amd.ko loads only into the
-    # build it was made with (module versions).  When sid has moved on for
-    # one of them, the fetch fails with the package named, and L1 falls back
-    # to the guest image's kernel (mediated_na says why).
-    deps=$("${ac[@]}" depends "$img" 2>/dev/null |
-           sed -n 's/^ *Depends: \(linux-\(binary\|modules\)-[^ ]*\)$/\1/p' | sort -u)
-    kdebs=
-    for d in $img $deps; do
-        deb=$(compgen -G "$cache/debs/${d}_${ver//:/%3a}_*.deb" | head -n1)
-        if [[ -z $deb ]]; then
-            log "downloading $d $ver (sid)"
-            (cd "$cache/debs" && "${apt[@]}" download "$d=$ver") >>"$OUT/sid-apt.log" 2>&1 ||
-                { why="apt-get download $d=$ver: $(grep -E '^E:' "$OUT/sid-apt.log" | tail -n1)"; return 1; }
-            deb=$(compgen -G "$cache/debs/${d}_${ver//:/%3a}_*.deb" | head -n1)
-        fi
-        [[ -n $deb ]] || { why="no .deb of $d after apt-get download"; return 1; }
-        kdebs+="${kdebs:+ }$deb"
-    done
-    log "L1 kernel: $img $ver (sid): $(for d in $kdebs; do basename "$d"; done | paste -sd' ')"
+    kdebs=$("$top/scripts/sid-kernel.sh" "$OUT/sid-apt.log" 2>"$OUT/sid-kernel.err")
+    local rc=$?
+    sed 's/^sid-kernel: /nested-kvm: L1 kernel: /' "$OUT/sid-kernel.err" >&2
+    why=$(tail -n1 "$OUT/sid-kernel.err" | sed 's/^sid-kernel: //')
+    return $rc
 }
 case $L1_KERNEL in
 sid)

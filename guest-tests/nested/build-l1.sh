@@ -134,8 +134,14 @@ for m in "${mods[@]}"; do
             die "$name.ko depends on $d, which is not loaded before it"
     done
     have+="$name "
-    mkdir -p "$root/lib/modules/$uname_r/kernel/$(dirname "$m")"
-    cp "$f" "$root/lib/modules/$uname_r/kernel/$(dirname "$m")/"
+    # init-l1 loads $m.ko: a compressed module (newer kernels) unpacked.
+    dst=$root/lib/modules/$uname_r/kernel/$m.ko
+    mkdir -p "$(dirname "$dst")"
+    if [[ $f == *.xz ]]; then
+        xz -dc "$f" >"$dst"
+    else
+        cp "$f" "$dst"
+    fi
 done
 log "modules of $kpkg ($uname_r):$have"
 

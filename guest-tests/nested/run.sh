@@ -29,6 +29,10 @@
 #   L2TIMEOUT each L2's limit inside L1 (default 240: the longer list, vpmu's, takes 60-120 s)
 #   L1CPU     L1's -cpu (default EPYC-v3,pmu=on,+svm; without +svm the suite
 #             skips: a check of the skip path)
+#   L1_KERNEL stable (default: the guest image's Debian kernel, 6.1) or sid:
+#             Debian sid's current kernel (scripts/sid-kernel.sh), whose KVM
+#             emulates PerfMonV2, as vpmulinux needs; the suite skips with
+#             the reason when sid's cannot be fetched
 #   NESTED    the L1 image and logs (default build/nested)
 #   IMAGE     the L2 guest image (default build/guest)
 #   VERBOSE=1 streams L1's serial output to stderr
@@ -65,6 +69,17 @@ stale() {
 [ -x "$QEMU" ] || skip "no QEMU at $QEMU (make qemu)"
 QEMU=$(cd "$(dirname "$QEMU")" && pwd)/$(basename "$QEMU")
 mkdir -p "$OUT"
+case ${L1_KERNEL:-stable} in
+stable) L1_KERNEL_DEBS= ;;
+sid)
+    # build-l1.sh takes L1's kernel and modules from these .debs.
+    L1_KERNEL_DEBS=$("$ROOT/scripts/sid-kernel.sh" "$OUT/sid-apt.log" \
+                     2>"$OUT/sid-kernel.err") ||
+        skip "Debian sid's kernel not fetched: $(tail -n1 "$OUT/sid-kernel.err" | sed 's/^sid-kernel: //')"
+    ;;
+*) skip "L1_KERNEL=$L1_KERNEL: stable or sid" ;;
+esac
+export L1_KERNEL_DEBS
 
 # --- images ----------------------------------------------------------------------
 tap_begin
@@ -80,8 +95,10 @@ if stale "$IMAGE/initramfs.cpio.gz" "$linux/build-image.sh" "$linux/init" \
     "$linux/build-image.sh" "$IMAGE" >"$OUT/build-image.log" 2>&1 ||
         build_fail "build the guest image" "$OUT/build-image.log"
 fi
+# shellcheck disable=SC2086 # L1_KERNEL_DEBS: a list of files
 if stale "$OUT/initramfs.cpio.gz" "$QEMU" "$HERE/build-l1.sh" "$HERE/init-l1" "$HERE/l1-checks.sh" \
-        "$IMAGE/initramfs.cpio.gz" "$IMAGE/vmlinuz" "$ROOT/build/vpmu-helper"; then
+        "$IMAGE/initramfs.cpio.gz" "$IMAGE/vmlinuz" "$ROOT/build/vpmu-helper" \
+        $L1_KERNEL_DEBS; then
     echo "# building the L1 image: guest-tests/nested/build-l1.sh $OUT"
     s=$(date +%s)
     QEMU=$QEMU L2IMAGE=$IMAGE "$HERE/build-l1.sh" "$OUT" >"$OUT/build-l1.log" 2>&1 ||
