@@ -328,6 +328,7 @@ START_TEST(linux_pmi_ahead)
     ck_assert_int_eq(vpmu_pmu_counter_info(vpmu_kvm_pmu(m.k),
                                            VPMU_COUNTER_GP(0), &ci), 0);
     ck_assert_uint_eq(ci.overflows, 2);
+    ck_assert_uint_eq(ci.pmis, 2);      /* KVM's one, then vpmu's */
 }
 END_TEST
 

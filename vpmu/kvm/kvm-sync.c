@@ -156,6 +156,8 @@ uint64_t vpmu_kvm__pmi_held(VpmuKvm *k, const VpmuCounterInfo *info,
             continue;
         }
         if (written & (1ull << i)) {
+            /* Counted as the counter's PMI, as KVM's are (pull_status()). */
+            (void)vpmu_pmu_pmi_delivered(k->pmu, vpmu_kvm__id(k, i));
             k->pmi_pending = true;
             k->stats.pmi_kvm_missed++;
         } else {
