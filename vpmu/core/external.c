@@ -32,7 +32,6 @@ int vpmu_pmu_counter_add(VpmuPmu *pmu, uint32_t id, uint64_t n)
     return 0;
 }
 
-
 int vpmu_pmu_set_pmi_elsewhere(VpmuPmu *pmu, uint32_t id, bool on)
 {
     VpmuCounter *c = vpmu_counter_by_id(pmu, id);

@@ -402,6 +402,7 @@ static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
     VpmuCtl dec[VPMU_MAX_FIXED];
     VpmuMsrKind kind;
     unsigned idx;
+    bool defer;
     int r;
 
     r = msr_find(pmu, msr, &kind, &idx);
@@ -428,12 +429,13 @@ static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
      * The write and the WRMSR's own retirement program a source once
      * (counter.c): deferred, where the retirement may count at all.
      */
-    if (retire && vpmu_write_may_count(pmu, kind, dec)) {
+    defer = retire && vpmu_write_may_count(pmu, kind, dec);
+    if (defer) {
         vpmu_defer(pmu);
-        vpmu_pmu_apply(pmu, kind, idx, val, dec, retire);
+    }
+    vpmu_pmu_apply(pmu, kind, idx, val, dec, retire);
+    if (defer) {
         vpmu_commit(pmu);
-    } else {
-        vpmu_pmu_apply(pmu, kind, idx, val, dec, retire);
     }
     return 0;
 }
