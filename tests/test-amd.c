@@ -1222,6 +1222,41 @@ START_TEST(test_raw_event_select)
 }
 END_TEST
 
+/*
+ * EventSelect[11:8] changed in place (no write of 0 between): the core
+ * reuses a counter's decoded event only for the same encoding, and
+ * CTL[35:32] is part of it.
+ */
+START_TEST(test_event_select_rewrite)
+{
+    static const struct {
+        uint64_t ctl;
+        VpmuArchEvent event;
+    } seq[] = {
+        { CTL_INSNS, VPMU_EVENT_INSTRUCTIONS },
+        { CTL_INSNS | 0x100000000ull, VPMU_EVENT_RAW },
+        { CTL_INSNS | 0x100000000ull | CTL_INT, VPMU_EVENT_RAW },
+        { CTL_INSNS | CTL_INT, VPMU_EVENT_INSTRUCTIONS },
+        { CTL_INSNS | 0x100, VPMU_EVENT_RAW },          /* umask 1 */
+        { CTL_INSNS, VPMU_EVENT_INSTRUCTIONS },
+    };
+    AmdPmu a;
+
+    amd_init(&a, _i, true);
+    for (size_t k = 0; k < ARRAY_SIZE(seq); k++) {
+        VpmuCounterInfo info;
+
+        WR(&a, ctl(&a, 0), seq[k].ctl);
+        INFO(&a, 0, &info);
+        ck_assert_msg(info.event == seq[k].event,
+                      "[%s] write %zu (0x%" PRIx64 "): event %d, want %d",
+                      levels[a.l].name, k, seq[k].ctl, (int)info.event,
+                      (int)seq[k].event);
+    }
+    amd_fini(&a);
+}
+END_TEST
+
 /* EDGE/INV/CMASK go to the source, which (fake) refuses: SOURCE_ERROR. */
 typedef struct ErrVec {
     int line;
@@ -1826,6 +1861,7 @@ static Suite *amd_suite(void)
     tcase_add_loop_test(tc, test_cycles, 0, NR_L);
     tcase_add_loop_test(tc, test_branches, 0, NR_L);
     tcase_add_loop_test(tc, test_raw_event_select, 0, NR_L);
+    tcase_add_loop_test(tc, test_event_select_rewrite, 0, NR_L);
     tcase_add_loop_test(tc, test_edge_inv_cmask, 0, NR_L);
     tcase_add_loop_test(tc, test_unsupported_event, 0, NR_L);
     tcase_add_loop_test(tc, test_global_ctl_gate, L_V2_1, NR_L);

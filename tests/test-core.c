@@ -1846,6 +1846,51 @@ START_TEST(test_raw_events)
 }
 END_TEST
 
+/*
+ * An event select rewritten in place: the core searches the event tables
+ * only when the encoding (event, umask, EDGE/INV/CMASK) changes, so each
+ * write here follows another on the same counter, and each must decode as
+ * if written alone (expected events from the SDM's architectural table).
+ */
+typedef struct Rewrite {
+    uint64_t evtsel;
+    VpmuArchEvent event;
+} Rewrite;
+
+static const Rewrite rewrites[] = {
+    { EOU | CYC, VPMU_EVENT_CYCLES },
+    { EOU | INT | CYC, VPMU_EVENT_CYCLES },      /* INT: same encoding */
+    { OS | CYC, VPMU_EVENT_CYCLES },            /* EN off */
+    { EOU | INSTR, VPMU_EVENT_INSTRUCTIONS },
+    { EOU | 0x01C0, VPMU_EVENT_RAW },           /* umask 1: not instructions */
+    { EOU | INT | 0x01C0, VPMU_EVENT_RAW },
+    { EOU | INSTR, VPMU_EVENT_INSTRUCTIONS },
+    { EOU | EDGE | INSTR, VPMU_EVENT_INSTRUCTIONS },   /* modifiers */
+    { EOU | RAW_EV, VPMU_EVENT_RAW },
+    { EOU | CYC, VPMU_EVENT_CYCLES },
+};
+
+START_TEST(test_event_rewrite)
+{
+    VpmuCounterInfo info;
+    VpmuConfig cfg;
+    CorePmu c;
+
+    cfg_v2(&cfg, 48, 0);
+    cfg.raw_events = true;
+    core_init(&c, &cfg, NULL);
+    for (size_t k = 0; k < ARRAY_SIZE(rewrites); k++) {
+        wr(&c, EVTSEL(1), rewrites[k].evtsel);
+        info_of(&c, GPC(1), &info);
+        ck_assert_msg(info.event == rewrites[k].event,
+                      "write %zu (0x%" PRIx64 "): event %d, want %d", k,
+                      rewrites[k].evtsel, (int)info.event,
+                      (int)rewrites[k].event);
+    }
+    core_fini(&c);
+}
+END_TEST
+
 /* ========================================================================= */
 /* Event filter                                                              */
 /* ========================================================================= */
@@ -2296,6 +2341,7 @@ static Suite *core_suite(void)
     tc = tcase_create("unsupported");
     tcase_add_loop_test(tc, test_unsupported, 0, (int)ARRAY_SIZE(unsup_cases));
     tcase_add_loop_test(tc, test_raw_events, 0, (int)ARRAY_SIZE(raw_cases));
+    tcase_add_test(tc, test_event_rewrite);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("filter");

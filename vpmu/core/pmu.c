@@ -305,13 +305,8 @@ int vpmu_pmu_rdmsr(VpmuPmu *pmu, uint32_t msr, uint64_t *val)
  * (APM 13.2.1): GuestOnly alone counts in guest mode only, HostOnly alone
  * in host mode only, both or neither in both.
  */
-static void decode_evtsel(const VpmuArchOps *a, uint32_t events, uint64_t ctl,
-                          VpmuCtl *out)
+static void decode_evtsel(const VpmuArchOps *a, uint64_t ctl, VpmuCtl *out)
 {
-    uint64_t sel = ctl & a->event_bits;
-    /* EventSelect[11:8] lives in bits 35:32 (AMD; 0 on Intel). */
-    uint16_t event = (sel & VPMU_EVTSEL_EVENT) | ((sel >> 24) & 0xf00);
-    uint8_t umask = (ctl & VPMU_EVTSEL_UMASK) >> 8;
     uint64_t hg = ctl & (a->guest_only | a->host_only);
 
     out->en = ctl & VPMU_EVTSEL_EN;
@@ -323,7 +318,17 @@ static void decode_evtsel(const VpmuArchOps *a, uint32_t events, uint64_t ctl,
     out->guest = !(a->host_only && hg == a->host_only);
     out->raw_config = ctl & (a->event_bits | VPMU_EVTSEL_UMASK |
                              VPMU_EVTSEL_MODIFIERS);
-    out->event = VPMU_EVENT_RAW;
+}
+
+/* The named event of an event select's encoding, or VPMU_EVENT_RAW. */
+static VpmuArchEvent evtsel_event(const VpmuArchOps *a, uint32_t events,
+                                  uint64_t ctl)
+{
+    uint64_t sel = ctl & a->event_bits;
+    /* EventSelect[11:8] lives in bits 35:32 (AMD; 0 on Intel). */
+    uint16_t event = (sel & VPMU_EVTSEL_EVENT) | ((sel >> 24) & 0xf00);
+    uint8_t umask = (ctl & VPMU_EVTSEL_UMASK) >> 8;
+
     for (unsigned e = 0; e < VPMU_EVENT__NAMED; e++) {
         /* A catalogue event the source does not back stays raw. */
         if (e >= VPMU_EVENT__COUNT && !(events & VPMU_EVENT_BIT(e))) {
@@ -331,18 +336,17 @@ static void decode_evtsel(const VpmuArchOps *a, uint32_t events, uint64_t ctl,
         }
         if (a->events[e].valid && a->events[e].event == event &&
             a->events[e].umask == umask) {
-            out->event = e;
-            return;
+            return e;
         }
     }
     for (size_t i = 0; i < a->nr_aliases; i++) {
         if (a->aliases[i].event == event && a->aliases[i].umask == umask &&
             (a->aliases[i].is < VPMU_EVENT__COUNT ||
              (events & VPMU_EVENT_BIT(a->aliases[i].is)))) {
-            out->event = a->aliases[i].is;
-            return;
+            return a->aliases[i].is;
         }
     }
+    return VPMU_EVENT_RAW;
 }
 
 /* Does a counter of @event count retired instructions on this PMU? */
@@ -378,12 +382,21 @@ static uint8_t counter_emul_bits(const VpmuPmu *pmu, const VpmuCtl *ctl)
            (ctl->host ? VPMU_EMUL_HOST : 0) | (ctl->guest ? VPMU_EMUL_GUEST : 0);
 }
 
-void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
-                     VpmuCtl *out)
+/*
+ * @prev: the counter's decoded control, or NULL.  Linux rewrites an event
+ * select with the same event far more often than it changes the event
+ * (INT and EN, on every multiplexing rotation and frequency tick): the
+ * event tables are searched only for another encoding.
+ */
+static void ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
+                       const VpmuCtl *prev, VpmuCtl *out)
 {
     memset(out, 0, sizeof(*out));
     if (!c->fixed) {
-        decode_evtsel(pmu->arch, pmu->cfg.events, ctl, out);
+        decode_evtsel(pmu->arch, ctl, out);
+        out->event = prev && prev->raw_config == out->raw_config
+                     ? prev->event
+                     : evtsel_event(pmu->arch, pmu->cfg.events, ctl);
     } else {
         /* A fixed counter's field (SDM Figure 20-2) and its one event. */
         out->os = ctl & VPMU_FIXED_CTRL_OS;
@@ -395,6 +408,12 @@ void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
         out->event = pmu->arch->fixed_events[c->idx];
     }
     out->emul = counter_emul_bits(pmu, out);
+}
+
+void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
+                     VpmuCtl *out)
+{
+    ctl_decode(pmu, c, ctl, NULL, out);
 }
 
 static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
@@ -418,7 +437,7 @@ static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
         return r;
     }
     if (kind == VPMU_MSR_EVTSEL) {
-        vpmu_ctl_decode(pmu, &pmu->gp[idx], val, &dec[0]);
+        ctl_decode(pmu, &pmu->gp[idx], val, &pmu->gp[idx].dec, &dec[0]);
     } else if (kind == VPMU_MSR_FIXED_CTR_CTRL) {
         for (unsigned i = 0; i < pmu->nr_fixed; i++) {
             vpmu_ctl_decode(pmu, &pmu->fixed[i],
