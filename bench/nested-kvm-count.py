@@ -9,7 +9,10 @@ Reads the L1 console log of bench/nested-kvm.sh run with WHAT=count
     kvm_userspace_exit tracepoint, for every PMU alike);
   - PMU MSR accesses KVM served in L1's kernel (kvm_msr tracepoint);
   - vpmu's host calls by kind (query-vpmu's @kvm);
-  - the L2 time a PMI and a tick cost.
+  - the L2 time a PMI and a tick cost;
+  - per start-up of "true" and of "perf stat -e instructions true": every
+    exit from L2 by SVM exit code (L1's kvm_exit), the exits to QEMU,
+    vpmu's host calls and the time.
 
 The L2 (bench/nested-kvm-l2.sh, nk.phase=count) brackets each phase with
 "NK mark PHASE.start|end pmi= loc= up= sleep=" lines; L1 snapshots its
@@ -33,6 +36,24 @@ ROLES = ("counter", "selector", "global-ctrl", "status", "status-clear",
 CALLS = ("set-msrs", "get-msrs", "get-lapic", "nmi", "signal-msi",
          "perf-open", "perf-ioctl", "perf-read", "signals")
 CONFIGS = ("emulated", "vpmustrict", "vpmu", "vpmulinux", "mediated")
+# SVM exit codes (APM Vol. 2, Appendix C) of L1's kvm_exit.
+SVM_EXITS = {0x60: "intr", 0x61: "nmi", 0x64: "vintr",
+             0x65: "cr0-sel-write", 0x6E: "rdtsc", 0x6F: "rdpmc",
+             0x72: "cpuid", 0x74: "iret", 0x77: "pause", 0x78: "hlt",
+             0x79: "invlpg", 0x7B: "ioio", 0x7C: "msr", 0x81: "vmmcall",
+             0x87: "rdtscp", 0x89: "wbinvd", 0x8D: "xsetbv", 0x400: "npf",
+             0x401: "avic-ipi", 0x402: "avic-noaccel"}
+
+
+def svm_exit_name(code):
+    """SVM exit code -> name: CRn/DRn reads and writes 0x00-0x3F,
+    exceptions 0x40 + vector, the rest by table or in hex."""
+    if code < 0x40:
+        kind = "cr" if code < 0x20 else "dr"
+        return f"{kind}{code & 15}-{'wr' if code & 16 else 'rd'}"
+    if code < 0x60:
+        return f"exc{code - 0x40}"
+    return SVM_EXITS.get(code, hex(code))
 
 
 def pmu_msr_role(msr):
@@ -72,6 +93,10 @@ def trace_sums(words):
                 rw = "wr" if int(write) else "rd"
                 sums["kvm-" + rw + "-" + role] += int(n)
                 sums["kvm-pmu-msr"] += int(n)
+        elif w.startswith("kexit="):
+            code, n = (int(x) for x in w[6:].split(":"))
+            sums["kexit-" + svm_exit_name(code)] += n
+            sums["kexit-all"] += n
         elif w.startswith("exit="):
             reason, n = w[5:].split(":")
             name = EXIT_REASONS.get(int(reason), "other")
@@ -124,7 +149,12 @@ def load(path):
                     print(f"# {cfg} {w[3]}: query-vpmu reply unreadable: {e}",
                           file=sys.stderr)
             elif tag == "phase":
-                samples[cfg][w[3]] = int(parse_kv(w[4:]).get("samples", 0))
+                kv = parse_kv(w[4:])
+                samples[cfg][w[3]] = int(kv.get("samples", 0))
+                if "runs" in kv and "median_ns" in kv:
+                    marks[cfg][w[3] + ".runs"] = {
+                        "runs": float(kv["runs"]),
+                        "median_ms": float(kv["median_ns"]) / 1e6}
     return marks, snaps, samples
 
 
@@ -270,6 +300,47 @@ def exact_table(path):
         print(f"| {r} | " + " | ".join(cells) + " |")
 
 
+def startup_table(marks, snaps, cols):
+    """Per start-up run (phases "true" and "pstat"): exits from L2 by SVM
+    exit code, exits to QEMU, vpmu's host calls, the median time."""
+    res = {}
+    for c in cols:
+        for ph in ("true", "pstat"):
+            d, r = phase(marks, snaps, c, ph), marks[c].get(ph + ".runs")
+            if d and r:
+                res[c, ph] = ({k: v / r["runs"] for k, v in d.items()
+                               if isinstance(v, float) or isinstance(v, int)},
+                              r["median_ms"])
+    if not res:
+        return
+    cols = [c for c in cols if any(k[0] == c for k in res)]
+    keys = sorted({k for v, _ in res.values() for k in v
+                   if k.startswith("kexit-") and k != "kexit-all"},
+                  key=lambda k: -max(res[x][0].get(k, 0) for x in res))
+    rows = [("exits from L2, all (L1 kvm_exit)", "kexit-all")]
+    rows += [(f"  {k[6:]}", k) for k in keys]
+    rows += [("user-space exits (to QEMU)", "exit-all"),
+             ("PMU MSR accesses KVM served", "kvm-pmu-msr")]
+    rows += [(f"vpmu host call: {c}", c) for c in CALLS]
+    print()
+    print("| per start-up run: true / perf stat | " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    for label, key in rows + [("L2 time (median), ms", None)]:
+        cells = []
+        for c in cols:
+            v = [res.get((c, ph)) for ph in ("true", "pstat")]
+            if key is None:
+                cells.append(" / ".join("-" if x is None else f"{x[1]:.1f}"
+                                        for x in v))
+            else:
+                cells.append(" / ".join("-" if x is None else
+                                        fmt(x[0].get(key, 0)) for x in v))
+        if key and key not in ("kexit-all", "exit-all") and \
+                all(p in ("0.00", "-") for x in cells for p in x.split(" / ")):
+            continue
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "build/nested-kvm/l1.out"
     exact_table(path)
@@ -279,6 +350,7 @@ def main():
         sorted(c for c in marks if c not in CONFIGS)
     if not cols:
         return 0
+    startup_table(marks, snaps, cols)
     res = {c: per_event(marks, snaps, c) for c in cols}
     rows = [("user-space exits, all (L1 trace)", "exit-all"),
             ("  of them RDMSR", "exit-rdmsr"), ("  of them WRMSR", "exit-wrmsr"),

@@ -34,6 +34,8 @@
 #   work   bench-work 4, plain                             (time base)
 #   f1000  perf record -F 1000 -e cycles bench-work 4      (PMIs and ticks)
 #   f100   perf record -F 100 -e cycles bench-work 4       (mostly ticks)
+#   true   STARTUP_RUNS runs of "true"                     (start-up, no PMU)
+#   pstat  STARTUP_RUNS runs of "perf stat -e instructions true"
 BIN=/vpmu/bin
 mode=pmu reps=3 rounds=10 startup=9 phase=all records=
 read -r cmdline </proc/cmdline
@@ -65,7 +67,8 @@ mark() {
 
 if [ "$phase" = count ]; then
     echo "NK l2 phase=count"
-    for ph in loop pmi work f1000 f100; do
+    STARTUP_RUNS=50
+    for ph in loop pmi work f1000 f100 true pstat; do
         rm -f rec.data rec.err
         mark "$ph.start"
         case $ph in
@@ -77,6 +80,10 @@ if [ "$phase" = count ]; then
                    "$BIN/bench-work" 4 >w.out 2>rec.err ;;
         f100) perf record -o rec.data -F 100 -e cycles -- \
                   "$BIN/bench-work" 4 >w.out 2>rec.err ;;
+        true) echo "NK phase true runs=$STARTUP_RUNS" \
+                   "$("$BIN/nested-kvm-time" "$STARTUP_RUNS" true)" ;;
+        pstat) echo "NK phase pstat runs=$STARTUP_RUNS" \
+                    "$("$BIN/nested-kvm-time" "$STARTUP_RUNS" perf stat -e instructions true)" ;;
         esac
         mark "$ph.end"
         s=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' rec.err 2>/dev/null | tail -n1)
