@@ -309,7 +309,7 @@ def startup_table(marks, snaps, cols):
             d, r = phase(marks, snaps, c, ph), marks[c].get(ph + ".runs")
             if d and r:
                 res[c, ph] = ({k: v / r["runs"] for k, v in d.items()
-                               if isinstance(v, float) or isinstance(v, int)},
+                               if isinstance(v, (int, float))},
                               r["median_ms"])
     if not res:
         return

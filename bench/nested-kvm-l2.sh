@@ -80,9 +80,9 @@ if [ "$phase" = count ]; then
                    "$BIN/bench-work" 4 >w.out 2>rec.err ;;
         f100) perf record -o rec.data -F 100 -e cycles -- \
                   "$BIN/bench-work" 4 >w.out 2>rec.err ;;
-        true) echo "NK phase true runs=$STARTUP_RUNS" \
+        true) echo "NK phase true" \
                    "$("$BIN/nested-kvm-time" "$STARTUP_RUNS" true)" ;;
-        pstat) echo "NK phase pstat runs=$STARTUP_RUNS" \
+        pstat) echo "NK phase pstat" \
                     "$("$BIN/nested-kvm-time" "$STARTUP_RUNS" perf stat -e instructions true)" ;;
         esac
         mark "$ph.end"
