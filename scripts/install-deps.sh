@@ -22,7 +22,11 @@ QEMU_PACKAGES=(git dpkg-dev libglib2.0-dev libpixman-1-dev ninja-build meson
                cpio gzip python3 qemu-utils
                # the libvirt suite: the daemon without libvirt-daemon-system
                # (which pulls in systemd); the suite makes its user itself
-               libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients)
+               libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
+               # the operator suite: promtool and a Prometheus server the
+               # test starts itself (the package's own is kept from
+               # starting, below)
+               prometheus)
 
 case "${1:-}" in
     "") ;;
@@ -49,7 +53,10 @@ fi
 missing=()
 for p in "${PACKAGES[@]}"; do
     # dpkg -s also succeeds for removed packages that left config files.
-    if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed$'; then
+    # (Not dpkg -s | grep -q: with pipefail, grep's early exit can kill
+    # dpkg with SIGPIPE on a long description, and a package installed
+    # counted as missing.)
+    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
         missing+=("$p")
     fi
 done
@@ -68,7 +75,25 @@ fi
 
 echo "deps: installing ${missing[*]}"
 "${sudo[@]}" apt-get update
+# Packages with a daemon (prometheus, libvirt-daemon) start it from their
+# postinst where no policy-rc.d says no; without systemd as PID 1 that
+# would leave a system Prometheus on :9090.  The tests start what they
+# need themselves, so keep every service from starting during this
+# install, and put back what was there.
+policy=/usr/sbin/policy-rc.d
+own_policy=
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# scripts/install-deps.sh: no service starts\nexit 101\n' |
+        "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod 755 "$policy"
+    own_policy=1
+fi
 # No recommends: libvirt-daemon's would bring libvirt-daemon-system and
 # systemd; everything the project needs is listed above.
+rc=0
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
-    --no-install-recommends "${missing[@]}"
+    --no-install-recommends "${missing[@]}" || rc=$?
+if [ -n "$own_policy" ]; then
+    "${sudo[@]}" rm -f "$policy"
+fi
+exit "$rc"
