@@ -54,6 +54,7 @@ tap $? "make install PREFIX=/usr DESTDIR=... runs" "$(tail -20 "$dir/install.log
 cat >"$dir/want" <<EOF
 etc/vpmu-helper/default.conf
 usr/bin/qemu-system-x86_64
+usr/bin/vpmu-exporter
 usr/include/vpmu/export.h
 usr/include/vpmu/filter.h
 usr/include/vpmu/helper.h
@@ -64,6 +65,7 @@ usr/include/vpmu/pmu.h
 usr/include/vpmu/ringbuf.h
 usr/include/vpmu/source.h
 usr/include/vpmu/vpmu.h
+usr/lib/systemd/system/vpmu-exporter.service
 usr/lib/systemd/system/vpmu-helper.service
 usr/lib/systemd/system/vpmu-helper.socket
 $lib/libvpmu.a
@@ -79,6 +81,7 @@ usr/share/doc/vpmu/deploy.md
 usr/share/doc/vpmu/helper.md
 usr/share/doc/vpmu/kvm.md
 usr/share/doc/vpmu/msrs.md
+usr/share/doc/vpmu/operators.md
 usr/share/doc/vpmu/perf-source.md
 usr/share/doc/vpmu/qemu-kvm.md
 usr/share/doc/vpmu/qemu.md
@@ -97,6 +100,11 @@ tap $? "vpmu-helper.service runs /usr/sbin/vpmu-helper with /etc/vpmu-helper" "$
 [ "$(grep -E '^(ListenSequentialPacket|SocketGroup|SocketMode)=' "$sock" | tr '\n' ' ')" = \
   "ListenSequentialPacket=/run/vpmu-helper.sock SocketGroup=kvm SocketMode=0660 " ]
 tap $? "vpmu-helper.socket: /run/vpmu-helper.sock, group kvm, 0660" "$(cat "$sock")"
+exp=$d/usr/lib/systemd/system/vpmu-exporter.service
+grep -qx 'ExecStart=/usr/bin/vpmu-exporter --connect qemu:///system --listen 127.0.0.1:9477' "$exp" &&
+    grep -qx 'Documentation=file:/usr/share/doc/vpmu/operators.md' "$exp" &&
+    grep -qx 'DynamicUser=yes' "$exp" && [ -x "$d/usr/bin/vpmu-exporter" ]
+tap $? "vpmu-exporter.service: /usr/bin/vpmu-exporter, unprivileged, loopback" "$(grep -E '^(ExecStart|Documentation|DynamicUser)=' "$exp")"
 
 # The library as a user builds against it: pkg-config with the DESTDIR as
 # sysroot, the installed headers, the installed shared library at run time.
