@@ -20,7 +20,8 @@
  *
  * When a handle has counted sample_period events since open/update, the
  * source calls attr->overflow(attr->overflow_ctx) on the vCPU thread and
- * restarts its countdown with the same period.  The callback may re-enter
+ * restarts its countdown with the same period (overflow may be NULL: an
+ * operator's event, include/vpmu/operator.h, which nobody samples).  The callback may re-enter
  * the source through the ops (update, read, ...).  Sources that learn of
  * overflows on another thread must marshal them to the vCPU thread first.
  *

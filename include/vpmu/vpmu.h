@@ -4,6 +4,7 @@
 #define VPMU_VPMU_H
 
 #include <vpmu/filter.h>
+#include <vpmu/operator.h>
 #include <vpmu/pmu.h>
 #include <vpmu/source.h>
 
@@ -12,6 +13,7 @@
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VpmuPmu, vpmu_pmu_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VpmuFilter, vpmu_filter_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VpmuFakeSource, vpmu_fake_source_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VpmuOperator, vpmu_operator_free)
 #endif
 
 #endif /* VPMU_VPMU_H */

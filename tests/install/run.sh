@@ -60,6 +60,7 @@ usr/include/vpmu/filter.h
 usr/include/vpmu/helper.h
 usr/include/vpmu/host.h
 usr/include/vpmu/kvm.h
+usr/include/vpmu/operator.h
 usr/include/vpmu/perf.h
 usr/include/vpmu/pmu.h
 usr/include/vpmu/ringbuf.h
