@@ -162,13 +162,16 @@ START_TEST(test_counts)
     vpmu_fake_source_run(o.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 7);
     vpmu_fake_source_run(o.fake, VPMU_EVENT_BRANCHES, 0, 0, 40);
     vpmu_fake_source_run(o.fake, VPMU_EVENT_BRANCHES, 0, 3, 5);
+    /* served by the front end: counted where CPL and event match */
+    vpmu_operator_instruction_retired(o.op, 3, false);
+    vpmu_operator_instruction_retired(o.op, 0, true);
     c = read_one(&o, 1500, 0);
-    ck_assert_uint_eq(c.count, 1007);
+    ck_assert_uint_eq(c.count, 1008);
     ck_assert_uint_eq(c.enabled_ns, 500);
     ck_assert_uint_eq(c.running_ns, 500);
     ck_assert_int_eq(c.error, 0);
-    ck_assert_uint_eq(read_one(&o, 1500, 1).count, 1257);
-    ck_assert_uint_eq(read_one(&o, 1500, 2).count, 40);
+    ck_assert_uint_eq(read_one(&o, 1500, 1).count, 1259);
+    ck_assert_uint_eq(read_one(&o, 1500, 2).count, 41);
     op_free(&o);
 }
 END_TEST
@@ -195,6 +198,7 @@ START_TEST(test_guest_first)
     vpmu_fake_source_run(o.fake, VPMU_EVENT_BRANCHES, 0, 3, 5);
     vpmu_operator_update(o.op, 4, 1300);    /* the guest takes all four */
     vpmu_fake_source_run(o.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 100);
+    vpmu_operator_instruction_retired(o.op, 3, true);  /* none running */
     vpmu_operator_update(o.op, 0, 1400);    /* all three again */
     vpmu_fake_source_run(o.fake, VPMU_EVENT_CYCLES, 0, 3, 1);
     ck_assert_uint_eq(vpmu_operator_read(o.op, 1500, c, 3), 3);

@@ -101,9 +101,19 @@ VPMU_API int vpmu_operator_new(const VpmuOperatorOpts *opts,
 VPMU_API void vpmu_operator_update(VpmuOperator *op, unsigned guest_counting,
                                    uint64_t now_ns);
 
+/**
+ * vpmu_operator_instruction_retired() - an instruction retired at @cpl
+ * that the source did not see (the front end served it: a PMU WRMSR that
+ * vpmu_pmu_wrmsr() counted for the guest's counters), a branch if
+ * @branch: it counts on the running instructions (branches) events.
+ */
+VPMU_API void vpmu_operator_instruction_retired(VpmuOperator *op,
+                                                unsigned cpl, bool branch);
+
 typedef struct VpmuOperatorCount {
     VpmuOperatorEvent ev;
-    uint64_t count;             /* events counted while running */
+    uint64_t count;             /* events counted while running (the
+                                   source's and the retired ones) */
     uint64_t enabled_ns;        /* time the operator asked to count */
     uint64_t running_ns;        /* time it counted */
     int error;                  /* 0, or the source's last -errno */

@@ -27,7 +27,8 @@ typedef struct OpEvent {
     VpmuOperatorEvent ev;
     VpmuSourceHandle *h;        /* NULL: the source refused it (error) */
     bool running;
-    uint64_t count;
+    uint64_t count;             /* the source's */
+    uint64_t emulated;          /* vpmu_operator_instruction_retired() */
     uint64_t enabled_ns, running_ns;
     int error;
 } OpEvent;
@@ -257,13 +258,27 @@ int vpmu_operator_new(const VpmuOperatorOpts *opts,
     return 0;
 }
 
+void vpmu_operator_instruction_retired(VpmuOperator *op, unsigned cpl,
+                                       bool branch)
+{
+    for (unsigned i = 0; i < op->n; i++) {
+        OpEvent *e = &op->e[i];
+
+        if (e->running && (cpl == 3 ? e->ev.user : e->ev.kernel) &&
+            (e->ev.event == VPMU_EVENT_INSTRUCTIONS ||
+             (branch && e->ev.event == VPMU_EVENT_BRANCHES))) {
+            e->emulated++;
+        }
+    }
+}
+
 unsigned vpmu_operator_read(VpmuOperator *op, uint64_t now_ns,
                             VpmuOperatorCount *out, unsigned max)
 {
     account(op, now_ns);
     for (unsigned i = 0; i < op->n && i < max; i++) {
         out[i].ev = op->e[i].ev;
-        out[i].count = op->e[i].count;
+        out[i].count = op->e[i].count + op->e[i].emulated;
         out[i].enabled_ns = op->e[i].enabled_ns;
         out[i].running_ns = op->e[i].running_ns;
         out[i].error = op->e[i].error;
