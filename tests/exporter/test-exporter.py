@@ -212,6 +212,82 @@ def test_once(env):
     return r.stdout
 
 
+OP_EVENTS = "instructions:u,cycles"
+# tcg1 after vpmu-operator-start: what query-vpmu adds per vCPU
+OP_REPLY = {"return": [
+    vcpu(0, [counter(0, "off")], **{"operator-events": [
+        {"event": "instructions:u", "count": 2000004,
+         "enabled-ns": 3000000000, "running-ns": 3000000000},
+        {"event": "cycles", "count": 6500000, "enabled-ns": 2000000000,
+         "running-ns": 500000000}]}),
+    vcpu(1, [counter(0, "off")], **{"operator-events": [
+        {"event": "instructions:u", "count": 0, "enabled-ns": 3000000000,
+         "running-ns": 3000000000},
+        {"event": "cycles", "count": 0, "enabled-ns": 2000000000,
+         "running-ns": 0, "error": "No such file or directory"}]})]}
+DENY = {"error": {"class": "GenericError", "desc": "operator metrics are "
+                  "denied by this VM's policy (pmu-operator=off)"}}
+OP_WANT = [
+    f'vpmu_guest_instructions_total{{{L_A0},cpl="user"}} 2000004',
+    f'vpmu_guest_cycles_total{{{L_A0},cpl="all"}} 6500000',
+    f'vpmu_guest_instructions_total{{{L_A1},cpl="user"}} 0',
+    f'vpmu_guest_event_enabled_seconds_total{{{L_A0},event="instructions:u"}} 3',
+    f'vpmu_guest_event_running_seconds_total{{{L_A0},event="cycles"}} 0.5',
+    f'vpmu_guest_event_enabled_seconds_total{{{L_A0},event="cycles"}} 2',
+    f'vpmu_guest_event_running_seconds_total{{{L_A1},event="cycles"}} 0',
+    f'vpmu_operator_consent{{domain="tcg1",uuid="{UA}"}} 1',
+    f'vpmu_operator_consent{{domain="kvm1",uuid="{UB}"}} 0',
+    f'vpmu_operator_consent{{domain="med",uuid="{UC}"}} 0',
+]
+
+
+def calls(d):
+    with open(os.path.join(d, "calls")) as f:
+        return f.read().splitlines()
+
+
+def test_operator(d, env):
+    """--events: started where allowed, refusals remembered, rendered."""
+    with open(os.path.join(d, "tcg1.reply-op"), "w") as f:
+        json.dump(OP_REPLY, f)
+    with open(os.path.join(d, "kvm1.start"), "w") as f:
+        json.dump(DENY, f)
+    with open(os.path.join(d, "med.start"), "w") as f:
+        json.dump({"error": {"class": "GenericError", "desc":
+                             "operator events are counted under TCG "
+                             "only, for now"}}, f)
+    open(os.path.join(d, "calls"), "w").close()
+    port = free_port()
+    p = subprocess.Popen([sys.executable, EXPORTER, "--events", OP_EVENTS,
+                          "--listen", f"127.0.0.1:{port}"], env=env,
+                         stderr=subprocess.PIPE, text=True)
+    started.append(("exporter", p))
+    first = wait_http(f"http://127.0.0.1:{port}/metrics", 20)
+    second = wait_http(f"http://127.0.0.1:{port}/metrics", 5)
+    stop("exporter", p)
+    err = p.stderr.read()
+    lines = first[2].splitlines() if first else []
+    missing = [w for w in OP_WANT if w not in lines]
+    ok(first is not None and not missing, "--events: the operator's counts "
+       "and times, and each domain's consent", "\n".join(missing))
+    starts = [c for c in calls(d) if "vpmu-operator-start" in c]
+    ok(len(starts) == 3 and all(f'"events": "{OP_EVENTS}"' in c and
+                                '"requester": "vpmu-exporter (user ' in c
+                                for c in starts),
+       "started once per domain over two scrapes, with the events and "
+       "who asks (refusals are not asked again)", "\n".join(starts))
+    ok("kvm1: operator events 'instructions:u,cycles': vpmu-operator-start: "
+       "operator metrics are denied by this VM's policy (pmu-operator=off)"
+       in err and "med: operator events 'instructions:u,cycles': "
+       "vpmu-operator-start: operator events are counted under TCG only" in err
+       and err.count(": operator events '") == 2,
+       "one stderr line per refusal, with QEMU's reason", err)
+    ok(second is not None and second[2] == first[2],
+       "the second scrape renders the same", "")
+    for f in ("kvm1.start", "med.start"):
+        os.unlink(os.path.join(d, f))
+
+
 def test_promtool(text):
     if not shutil.which("promtool"):
         skip("promtool check metrics is clean", "promtool not installed "
@@ -344,6 +420,9 @@ def main():
         port, exp = test_http(env, text)
         test_prometheus(tmp, port)
         stop("exporter", exp)
+        test_operator(d, env)
+        op = run(["--once"], env)
+        test_promtool(op.stdout)
         ok(not started, "everything started is stopped")
     finally:
         for name, p in list(started):
