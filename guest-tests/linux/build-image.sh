@@ -210,6 +210,7 @@ build_wl sys.S sys_100k 100000
 build_wl until.S until 200000000   # migrate-kvm (nested): 4e8 instructions a chunk
 build_wl hot.S hot 5000000
 build_wl cpuid.S cpuid_1k 1000   # stat-exact: CPUIDs at CPL 3 (KVM retires them)
+build_wl pin.S pin1_10M 10000000   # operator-pin: 2N + 6 user instructions on CPU 1
 # cloop: a static glibc program (stat-exact; its start-up runs CPUIDs).
 for n in 1 2; do
     gcc -O1 -static -no-pie -Wl,--build-id=none -DN=${n}000000 \

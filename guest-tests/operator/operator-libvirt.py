@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""An operator's view of a tenant, end to end: libvirt, vpmu-exporter and
+Prometheus, all started here, on a TCG domain that runs a workload of
+known instruction count.
+
+Usage: operator-libvirt.py QEMU IMAGE EXPORTER
+
+- libvirtd and virtlogd (Debian's), as guest-tests/libvirt/run.sh starts
+  them: the user and groups libvirt-daemon-system would make, created
+  only if missing, and every file they write, removed after;
+- a TCG domain, 2 vCPUs, a Skylake model with <pmu state='on'/>, the
+  VM's consent through <qemu:commandline> (-global ...pmu-operator=on),
+  and isolcpus=1 on the guest kernel's command line; its init runs
+  operator-pin (guest-tests/linux/tests): after a pause, pin1_10M moves
+  itself to CPU 1 and retires 2N + 6 = 20000006 user instructions there,
+  and nothing else runs at CPL 3 on CPU 1;
+- vpmu-exporter --events instructions:u,instructions, and Debian's
+  Prometheus scraping it every second.
+
+Checked: Prometheus' query API gives vCPU 1's instructions:u increase
+over the run as exactly 20000006 (max_over_time - min_over_time of the
+raw samples: increase() extrapolates), the operator's events counted
+from before the workload started, the domain's consent 1, promtool
+check metrics clean on a live scrape, and the guest's own checks pass.
+Everything started is stopped by pid, and what was set up is undone.
+TAP on stdout; 1..0 # SKIP without root, libvirt, prometheus or the
+image.
+"""
+import grp
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+QEMU, IMAGE, EXPORTER = sys.argv[1], sys.argv[2], sys.argv[3]
+N = 10000000
+WANT = 2 * N + 6                # pin.S: user instructions on CPU 1
+DOM = "vpmu-operator"
+VIRSH = ["virsh", "-q", "-c", "qemu:///system"]
+TREES = ["/etc/libvirt", "/var/lib/libvirt", "/var/cache/libvirt",
+         "/var/log/libvirt", "/run/libvirt"]
+METRIC = (f'vpmu_guest_instructions_total{{domain="{DOM}",vcpu="1",'
+          f'cpl="user"}}')
+
+n = 0
+failed = 0
+
+
+def ok(cond, desc, diag=""):
+    global n, failed
+    n += 1
+    if not cond:
+        failed += 1
+        for line in str(diag).splitlines()[-20:]:
+            print(f"# {line}")
+    print(f"{'ok' if cond else 'not ok'} {n} - {desc}", flush=True)
+
+
+def skip_all(why):
+    print(f"1..0 # SKIP {why}")
+    sys.exit(0)
+
+
+def tree_files():
+    out = set()
+    for t in TREES:
+        for base, dirs, files in os.walk(t):
+            out.add(base)
+            out.update(os.path.join(base, f) for f in dirs + files)
+    return out
+
+
+class Setup:
+    """What this test changes on the host, and undoing it."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="vpmu-operator-")
+        os.chmod(self.dir, 0o755)
+        self.procs = []             # (name, Popen or pid)
+        self.users, self.groups = [], []
+        self.before = tree_files()
+
+    def users_and_dirs(self):
+        for g in ("kvm", "libvirt"):
+            try:
+                grp.getgrnam(g)
+            except KeyError:
+                subprocess.run(["groupadd", "-r", g], check=True)
+                self.groups.append(g)
+        try:
+            pwd.getpwnam("libvirt-qemu")
+        except KeyError:
+            if subprocess.run(["groupadd", "-r", "-g", "64055",
+                               "libvirt-qemu"],
+                              capture_output=True).returncode != 0:
+                subprocess.run(["groupadd", "-r", "libvirt-qemu"], check=True)
+            subprocess.run(["useradd", "-r", "-u", "64055", "-g",
+                            "libvirt-qemu", "-G", "kvm", "-d",
+                            "/var/lib/libvirt", "-s", "/usr/sbin/nologin",
+                            "libvirt-qemu"], check=True,
+                           capture_output=True)
+            self.users.append("libvirt-qemu")
+            self.groups.append("libvirt-qemu")
+        for d in ("/var/log/libvirt/qemu", "/var/lib/libvirt/qemu",
+                  "/var/cache/libvirt/qemu"):
+            os.makedirs(d, exist_ok=True)
+
+    def daemon(self, name, argv):
+        pidfile = os.path.join(self.dir, name + ".pid")
+        err = open(os.path.join(self.dir, name + ".err"), "w")
+        r = subprocess.run(argv + ["-d", "-p", pidfile], stderr=err)
+        if r.returncode == 0 and os.path.exists(pidfile):
+            with open(pidfile) as f:
+                self.procs.append((name, int(f.read().strip())))
+        return r.returncode == 0
+
+    def start(self, name, argv, **kw):
+        log = open(os.path.join(self.dir, name + ".log"), "w")
+        p = subprocess.Popen(argv, stdout=log, stderr=log, **kw)
+        self.procs.append((name, p))
+        return p
+
+    def undo(self):
+        subprocess.run(VIRSH + ["destroy", DOM], capture_output=True)
+        for name, p in reversed(self.procs):
+            pid = p if isinstance(p, int) else p.pid
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                if isinstance(p, subprocess.Popen):
+                    if p.poll() is not None:
+                        break
+                else:
+                    try:
+                        os.kill(pid, 0)
+                    except ProcessLookupError:
+                        break
+                time.sleep(0.1)
+        for path in sorted(tree_files() - self.before, reverse=True):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            elif os.path.lexists(path):
+                os.unlink(path)
+        for u in self.users:
+            subprocess.run(["userdel", u])
+        for g in self.groups:
+            subprocess.run(["groupdel", g], stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def virsh(*args):
+    return subprocess.run(VIRSH + list(args), capture_output=True, text=True)
+
+
+def domain_xml(d):
+    cmdline = ("console=ttyS0 panic=-1 quiet nmi_watchdog=0 isolcpus=1 "
+               "vpmu.test=operator-pin vpmu.require_pmu=1 "
+               "vpmu.operator_delay=40")
+    return f"""<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>{DOM}</name>
+  <memory unit='MiB'>512</memory>
+  <vcpu>2</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>{d}/vmlinuz</kernel><initrd>{d}/initramfs.cpio.gz</initrd>
+    <cmdline>{cmdline}</cmdline>
+  </os>
+  <features><acpi/><pmu state='on'/></features>
+  <cpu mode='custom' match='exact'><model fallback='forbid'>Skylake-Client</model></cpu>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>{d}/qemu-system-x86_64</emulator>
+    <serial type='file'><source path='{d}/{DOM}.log'/><target port='0'/></serial>
+  </devices>
+  <qemu:commandline>
+    <qemu:arg value='-global'/>
+    <qemu:arg value='Skylake-Client-x86_64-cpu.pmu-operator=on'/>
+  </qemu:commandline>
+</domain>
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prom(port, q):
+    """An instant query's single value, or None."""
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode(
+        {"query": q})
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            res = json.load(r)["data"]["result"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return res[0]["value"][1] if len(res) == 1 else None
+
+
+def console(d):
+    try:
+        with open(os.path.join(d, DOM + ".log"), errors="replace") as f:
+            return f.read().replace("\r", "")
+    except FileNotFoundError:
+        return ""
+
+
+def wait_for(pred, secs, step=0.5):
+    deadline = time.monotonic() + secs
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return None
+
+
+def run(s):
+    d = s.dir
+    s.users_and_dirs()
+    for f in ("vmlinuz", "initramfs.cpio.gz"):
+        shutil.copy(os.path.join(IMAGE, f), d)
+    shutil.copy(QEMU, d)
+    ok(s.daemon("virtlogd", ["virtlogd"]) and
+       s.daemon("libvirtd", ["libvirtd"]) and
+       wait_for(lambda: virsh("version").returncode == 0, 20),
+       "libvirtd and virtlogd started", open(os.path.join(d, "libvirtd.err")).read())
+    with open(os.path.join(d, "dom.xml"), "w") as f:
+        f.write(domain_xml(d))
+    r = virsh("create", os.path.join(d, "dom.xml"))
+    ok(r.returncode == 0, "virsh create: a TCG domain, 2 vCPUs, pmu on, "
+       "pmu-operator=on", r.stdout + r.stderr)
+    exp_port, prom_port = free_port(), free_port()
+    s.start("exporter", [sys.executable, EXPORTER, "--connect",
+                         "qemu:///system", "--events",
+                         "instructions:u,instructions", "--listen",
+                         f"127.0.0.1:{exp_port}"])
+    with open(os.path.join(d, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n"
+                "scrape_configs:\n  - job_name: vpmu\n    static_configs:\n"
+                f"      - targets: ['127.0.0.1:{exp_port}']\n")
+    s.start("prometheus", ["prometheus",
+                           f"--config.file={d}/prometheus.yml",
+                           f"--storage.tsdb.path={d}/tsdb",
+                           f"--web.listen-address=127.0.0.1:{prom_port}"])
+    first = wait_for(lambda: prom(prom_port, METRIC), 120)
+    early = "OPERATOR-PIN start" in console(d)
+    ok(first is not None and not early, "Prometheus has vCPU 1's operator "
+       f"instructions:u ({first}) before the workload starts",
+       console(d)[-1500:])
+    ok(prom(prom_port, f'vpmu_operator_consent{{domain="{DOM}"}}') == "1",
+       "the domain's consent: 1")
+    ended = wait_for(lambda: "OPERATOR-PIN end" in console(d), 400)
+    ok(ended and "OPERATOR-PIN end rc=0" in console(d),
+       "the workload ran on CPU 1", console(d)[-1500:])
+    time.sleep(4)               # scrapes after the end
+    inc = prom(prom_port, f"max_over_time({METRIC}[15m]) - "
+                          f"min_over_time({METRIC}[15m])")
+    last = prom(prom_port, METRIC)
+    ok(inc == str(WANT), f"Prometheus: vCPU 1's instructions:u increase is "
+       f"exactly 2N + 6 = {WANT} ({inc}; last sample {last})")
+    v0 = prom(prom_port, f'vpmu_guest_instructions_total{{domain="{DOM}",'
+                         f'vcpu="0",cpl="all"}}')
+    ok(v0 is not None and int(v0) > WANT, f"vCPU 0's instructions, all "
+       f"CPLs, count too ({v0})")
+    with urllib.request.urlopen(f"http://127.0.0.1:{exp_port}/metrics",
+                                timeout=30) as r:
+        text = r.read().decode()
+    lint = subprocess.run(["promtool", "check", "metrics"], input=text,
+                          capture_output=True, text=True)
+    ok(lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(),
+       "promtool check metrics: clean on a live scrape",
+       lint.stdout + lint.stderr)
+    done = wait_for(lambda: virsh("domstate", DOM).returncode != 0, 120)
+    tap = console(d)
+    guest = [x for x in tap.splitlines() if x.startswith(("ok ", "not ok "))]
+    ok(done and "VPMU-GUEST-EXIT 0" in tap and guest and
+       all(x.startswith("ok ") for x in guest),
+       "the guest's own checks pass and it ended", "\n".join(guest))
+
+
+def main():
+    print("TAP version 13", flush=True)
+    if os.getuid() != 0:
+        skip_all("needs root (libvirtd, users)")
+    for t in ("libvirtd", "virtlogd", "virsh", "prometheus", "promtool"):
+        if not shutil.which(t):
+            skip_all(f"{t} not found (scripts/install-deps.sh qemu)")
+    if not os.access(QEMU, os.X_OK):
+        skip_all(f"no QEMU at {QEMU} (make qemu)")
+    if not os.path.exists(os.path.join(IMAGE, "vmlinuz")):
+        skip_all(f"no guest image in {IMAGE}")
+    if subprocess.run(["pgrep", "-x", "libvirtd|virtlogd"],
+                      capture_output=True).returncode == 0:
+        skip_all("a libvirtd or virtlogd runs already: not this test's")
+    s = Setup()
+    try:
+        run(s)
+    finally:
+        s.undo()
+        ok(not any(isinstance(p, subprocess.Popen) and p.poll() is None
+                   for _, p in s.procs), "everything started is stopped")
+    print(f"1..{n}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
