@@ -299,6 +299,27 @@ def test_promtool(text):
        "promtool check metrics is clean", r.stdout + r.stderr)
 
 
+def test_rules():
+    """The shipped rules: promtool's check, and its unit test of them on
+    hand-derived series (vpmu-rules-test.yml: IPC per VM, scaled by time
+    enabled / running, and the alert when a VM's IPC drops)."""
+    rules = os.path.join(os.path.dirname(os.path.abspath(EXPORTER)),
+                         "vpmu-rules.yml")
+    unit = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "vpmu-rules-test.yml")
+    if not shutil.which("promtool"):
+        for what in ("promtool check rules", "promtool test rules"):
+            skip(f"{what}: vpmu-rules.yml", "promtool not installed "
+                 "(Debian package prometheus)")
+        return
+    for args, desc in ((["check", "rules", rules], "promtool check rules"),
+                       (["test", "rules", unit], "promtool test rules")):
+        r = subprocess.run(["promtool"] + args, capture_output=True,
+                           text=True, timeout=60)
+        ok(r.returncode == 0 and "SUCCESS" in r.stdout,
+           f"{desc}: vpmu-rules.yml", r.stdout + r.stderr)
+
+
 def test_libvirt_down(d, env):
     fixture(d, domains=False)
     r = run(["--once"], env)
@@ -414,6 +435,7 @@ def main():
         fixture(d)
         text = test_once(env)
         test_promtool(text)
+        test_rules()
         test_libvirt_down(d, env)
         test_textfile(tmp, env, text)
         test_listen_errors(env)

@@ -87,6 +87,7 @@ usr/share/doc/vpmu/perf-source.md
 usr/share/doc/vpmu/qemu-kvm.md
 usr/share/doc/vpmu/qemu.md
 usr/share/doc/vpmu/tcg.md
+usr/share/vpmu/prometheus/vpmu-rules.yml
 EOF
 (cd "$d" && find . ! -type d | sed 's|^\./||' | LC_ALL=C sort) >"$dir/got"
 LC_ALL=C sort -o "$dir/want" "$dir/want"
