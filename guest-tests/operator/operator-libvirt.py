@@ -27,18 +27,19 @@ TAP on stdout; 1..0 # SKIP without root, libvirt, prometheus or the
 image.
 """
 import grp
-import json
 import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from pytap import Tap, free_port, prom_query, prometheus_argv  # noqa: E402
 
 QEMU, IMAGE, EXPORTER = sys.argv[1], sys.argv[2], sys.argv[3]
 N = 10000000
@@ -50,23 +51,15 @@ TREES = ["/etc/libvirt", "/var/lib/libvirt", "/var/cache/libvirt",
 METRIC = (f'vpmu_guest_instructions_total{{domain="{DOM}",vcpu="1",'
           f'cpl="user"}}')
 
-n = 0
-failed = 0
+T = None            # the Tap, made by main()
 
 
 def ok(cond, desc, diag=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-        for line in str(diag).splitlines()[-20:]:
-            print(f"# {line}")
-    print(f"{'ok' if cond else 'not ok'} {n} - {desc}", flush=True)
+    T.ok(cond, desc, diag)
 
 
 def skip_all(why):
-    print(f"1..0 # SKIP {why}")
-    sys.exit(0)
+    Tap.skip_all(why)
 
 
 def tree_files():
@@ -193,24 +186,6 @@ def domain_xml(d):
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def prom(port, q):
-    """An instant query's single value, or None."""
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode(
-        {"query": q})
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            res = json.load(r)["data"]["result"]
-    except (OSError, ValueError, KeyError):
-        return None
-    return res[0]["value"][1] if len(res) == 1 else None
-
-
 def console(d):
     try:
         with open(os.path.join(d, DOM + ".log"), errors="replace") as f:
@@ -249,31 +224,25 @@ def run(s):
                          "qemu:///system", "--events",
                          "instructions:u,instructions", "--listen",
                          f"127.0.0.1:{exp_port}"])
-    with open(os.path.join(d, "prometheus.yml"), "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n"
-                "scrape_configs:\n  - job_name: vpmu\n    static_configs:\n"
-                f"      - targets: ['127.0.0.1:{exp_port}']\n")
-    s.start("prometheus", ["prometheus",
-                           f"--config.file={d}/prometheus.yml",
-                           f"--storage.tsdb.path={d}/tsdb",
-                           f"--web.listen-address=127.0.0.1:{prom_port}"])
-    first = wait_for(lambda: prom(prom_port, METRIC), 120)
+    s.start("prometheus", prometheus_argv(d, prom_port,
+                                          f"127.0.0.1:{exp_port}"))
+    first = wait_for(lambda: prom_query(prom_port, METRIC), 120)
     early = "OPERATOR-PIN start" in console(d)
     ok(first is not None and not early, "Prometheus has vCPU 1's operator "
        f"instructions:u ({first}) before the workload starts",
        console(d)[-1500:])
-    ok(prom(prom_port, f'vpmu_operator_consent{{domain="{DOM}"}}') == "1",
+    ok(prom_query(prom_port, f'vpmu_operator_consent{{domain="{DOM}"}}') == "1",
        "the domain's consent: 1")
     ended = wait_for(lambda: "OPERATOR-PIN end" in console(d), 400)
     ok(ended and "OPERATOR-PIN end rc=0" in console(d),
        "the workload ran on CPU 1", console(d)[-1500:])
     time.sleep(4)               # scrapes after the end
-    inc = prom(prom_port, f"max_over_time({METRIC}[15m]) - "
+    inc = prom_query(prom_port, f"max_over_time({METRIC}[15m]) - "
                           f"min_over_time({METRIC}[15m])")
-    last = prom(prom_port, METRIC)
+    last = prom_query(prom_port, METRIC)
     ok(inc == str(WANT), f"Prometheus: vCPU 1's instructions:u increase is "
        f"exactly 2N + 6 = {WANT} ({inc}; last sample {last})")
-    v0 = prom(prom_port, f'vpmu_guest_instructions_total{{domain="{DOM}",'
+    v0 = prom_query(prom_port, f'vpmu_guest_instructions_total{{domain="{DOM}",'
                          f'vcpu="0",cpl="all"}}')
     ok(v0 is not None and int(v0) > WANT, f"vCPU 0's instructions, all "
        f"CPLs, count too ({v0})")
@@ -294,7 +263,8 @@ def run(s):
 
 
 def main():
-    print("TAP version 13", flush=True)
+    global T
+    T = Tap()
     if os.getuid() != 0:
         skip_all("needs root (libvirtd, users)")
     for t in ("libvirtd", "virtlogd", "virsh", "prometheus", "promtool"):
@@ -314,8 +284,7 @@ def main():
         s.undo()
         ok(not any(isinstance(p, subprocess.Popen) and p.poll() is None
                    for _, p in s.procs), "everything started is stopped")
-    print(f"1..{n}")
-    return 1 if failed else 0
+    return T.end()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "migration"))
 from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from pytap import Tap  # noqa: E402
+
 QEMU, OUT = sys.argv[1], sys.argv[2]
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -42,18 +46,11 @@ N = 0xF0000000              # loop iterations: seconds of TCG, never done
 CPU = "Skylake-Client,pmu=on"
 REQ = "operator-tcg test"
 
-n = 0
-failed = 0
+T = None            # the Tap, made by main()
 
 
 def ok(cond, desc, diag=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-        for line in str(diag).splitlines()[:20]:
-            print(f"# {line}")
-    print(f"{'ok' if cond else 'not ok'} {n} - {desc}", flush=True)
+    T.ok(cond, desc, diag)
 
 
 class Guest:
@@ -229,11 +226,10 @@ def test_exact():
 
 
 def main():
-    global ELF, SOCKDIR
-    print("TAP version 13", flush=True)
+    global ELF, SOCKDIR, T
+    T = Tap()
     if not os.access(QEMU, os.X_OK):
-        print(f"1..0 # SKIP no QEMU at {QEMU} (make qemu)")
-        return 0
+        Tap.skip_all(f"no QEMU at {QEMU} (make qemu)")
     os.makedirs(OUT, exist_ok=True)
     mig = os.path.join(REPO, "guest-tests", "migration")
     r = subprocess.run(["make", "-s", "-C", mig, "O=" + OUT],
@@ -249,8 +245,7 @@ def main():
         test_exact()
     finally:
         shutil.rmtree(SOCKDIR, ignore_errors=True)
-    print(f"1..{n}")
-    return 1 if failed else 0
+    return T.end()
 
 
 if __name__ == "__main__":

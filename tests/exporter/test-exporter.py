@@ -22,8 +22,11 @@ import sys
 import tempfile
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "guest-tests"))
+from pytap import Tap, free_port, prom_query, prometheus_argv  # noqa: E402
 
 EXPORTER, FAKE_VIRSH = sys.argv[1], sys.argv[2]
 UA = "11111111-1111-4111-8111-111111111111"
@@ -106,25 +109,16 @@ WANT = [
 ] + [f'vpmu_domain_up{{domain="{d}",uuid="{d}-uuid"}} 0'
      for d in ("notjson", "novpmu", "noindex", "stopped")]
 
-n = 0
-failed = 0
 started = []        # (name, Popen) of what this test started
+T = None            # the Tap, made by main()
 
 
 def ok(cond, desc, diag=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-        for line in str(diag).splitlines()[:20]:
-            print(f"# {line}")
-    print(f"{'ok' if cond else 'not ok'} {n} - {desc}", flush=True)
+    T.ok(cond, desc, diag)
 
 
 def skip(desc, why):
-    global n
-    n += 1
-    print(f"ok {n} - {desc} # SKIP {why}", flush=True)
+    T.skip(desc, why)
 
 
 def fixture(d, domains=True):
@@ -153,12 +147,6 @@ def fixture(d, domains=True):
 def run(args, env):
     return subprocess.run([sys.executable, EXPORTER] + args, env=env,
                           capture_output=True, text=True, timeout=60)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_get(url, timeout=5):
@@ -374,32 +362,14 @@ def test_http(env, text):
     return port, p
 
 
-def prom_query(port, q):
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode(
-        {"query": q})
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            res = json.load(r)["data"]["result"]
-    except (OSError, ValueError, KeyError):
-        return None
-    return res[0]["value"][1] if len(res) == 1 else None
-
-
 def test_prometheus(tmp, exp_port):
     if not shutil.which("prometheus"):
         skip("prometheus scrapes the exporter", "prometheus not installed "
              "(Debian package prometheus)")
         return
     port = free_port()
-    cfg = os.path.join(tmp, "prometheus.yml")
-    with open(cfg, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                "scrape_configs:\n  - job_name: vpmu\n    static_configs:\n"
-                f"      - targets: ['127.0.0.1:{exp_port}']\n")
     log = open(os.path.join(tmp, "prometheus.log"), "w")
-    p = subprocess.Popen(["prometheus", f"--config.file={cfg}",
-                          f"--storage.tsdb.path={tmp}/tsdb",
-                          f"--web.listen-address=127.0.0.1:{port}"],
+    p = subprocess.Popen(prometheus_argv(tmp, port, f"127.0.0.1:{exp_port}"),
                          stdout=log, stderr=log)
     started.append(("prometheus", p))
     want = {f'vpmu_guest_pmis_total{{domain="tcg1",vcpu="0"}}': "7",
@@ -421,7 +391,8 @@ def test_prometheus(tmp, exp_port):
 
 
 def main():
-    print("TAP version 13", flush=True)
+    global T
+    T = Tap()
     tmp = tempfile.mkdtemp(prefix="vpmu-exporter-test.")
     d = os.path.join(tmp, "virsh")
     os.mkdir(d)
@@ -450,8 +421,7 @@ def main():
         for name, p in list(started):
             stop(name, p)
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"1..{n}")
-    return 1 if failed else 0
+    return T.end()
 
 
 if __name__ == "__main__":
