@@ -26,6 +26,11 @@
 #   j  -cpu max,vendor=GenuineIntel,pmu=on    perf stat -e instructions,r01c4
 #                                             (conditional branches, rr's ticks:
 #                                             the HF_VPMU_COND charge)
+#   k  -cpu max,vendor=GenuineIntel,pmu=on,   plain, with the host operator's
+#          pmu-operator=on                    events counting (vpmu-operator-start
+#                                             instructions,cycles,branches at
+#                                             boot, through QMP): what operator
+#                                             metrics cost the guest (k/d)
 #   h  -cpu max,vendor=GenuineIntel,pmu=on    b's perf stat and d's plain run in
 #                                             turn in one boot (vpmu.bench=alt):
 #                                             h is its perf stat runs, i its
@@ -124,7 +129,7 @@ done
 [[ -r /proc/self/schedstat ]] || die "no /proc/PID/schedstat on this host"
 read -r -a cfgs <<<"${CONFIGS:-a b c d e}"
 for c in "${cfgs[@]}"; do
-    [[ $c == [a-hj] ]] || die "CONFIGS: unknown configuration '$c' (a-h, j)"
+    [[ $c == [a-hjk] ]] || die "CONFIGS: unknown configuration '$c' (a-h, j, k)"
 done
 [[ " ${cfgs[*]} " == *" a "* ]] || die "CONFIGS must include a (the pmu=off baseline)"
 
@@ -156,9 +161,10 @@ cat "$image/initramfs.cpio.gz" "$out/overlay.cpio.gz" >"$out/image/initramfs.cpi
 base=${CPU_BASE:-max,vendor=GenuineIntel}
 declare -A cpu=([a]="$base,pmu=off" [b]="$base,pmu=on" [c]="$base,pmu=on"
                 [d]="$base,pmu=on" [e]="$base,pmu=on" [f]="$base,pmu=on"
-                [g]="$base,pmu=on" [h]="$base,pmu=on" [j]="$base,pmu=on")
+                [g]="$base,pmu=on" [h]="$base,pmu=on" [j]="$base,pmu=on"
+                [k]="$base,pmu=on,pmu-operator=on")
 declare -A mode=([a]=plain [b]=stat [c]=record [d]=plain [e]=record [f]=stat
-                 [g]=stat [h]=alt [j]=stat)
+                 [g]=stat [h]=alt [j]=stat [k]=plain)
 declare -A extra=([c]=" vpmu.bench_event=cycles" [e]=" vpmu.bench_event=instructions"
                   [f]=" vpmu.bench_events=instructions,r20c4,r02c4,r08c4,r40c4"
                   [g]=" vpmu.bench_events=instructions,r81d0,r82d0"
@@ -172,6 +178,7 @@ declare -A label=(
     [f]="pmu=on, perf stat branch kinds"
     [g]="pmu=on, perf stat loads, stores"
     [j]="pmu=on, perf stat cond. branches"
+    [k]="pmu=on, plain, operator events"
     [h]="pmu=on, perf stat (6 events) [alt]"
     [i]="pmu=on, plain [alt, h's boots]")
 ncfg=${#cfgs[@]}
@@ -252,8 +259,22 @@ run_one() {   # run_one CFG ROUND
     [[ $c != h ]] || want=$((2 * reps))
     load=$(cut -d' ' -f1 /proc/loadavg)
     : >"$lg.marks"
+    local qmp=
+    if [[ $c == k ]]; then
+        # The operator's events, started through QMP as soon as QEMU
+        # serves it (the guest is still booting then).
+        qmp=$out/qmp-$c-$r.sock
+        (for _ in $(seq 600); do
+            [[ -S $qmp ]] && break
+            sleep 0.05
+        done
+        python3 "$top/guest-tests/migration/qmpclient.py" "$qmp" \
+            vpmu-operator-start \
+            '{"events": "instructions,cycles,branches", "requester": "guest-overhead"}' \
+            >"$lg.qmp" 2>&1) &
+    fi
     set +e
-    QEMU=$out/qemu-$c IMAGE=$out/image KERNEL=$kernel CPU=${cpu[$c]} SMP=1 \
+    QMP=$qmp QEMU=$out/qemu-$c IMAGE=$out/image KERNEL=$kernel CPU=${cpu[$c]} SMP=1 \
         TIMEOUT=$limit LOG=$lg ICOUNT='' INTERACTIVE=0 \
         APPEND="vpmu.bench=${mode[$c]} vpmu.bench_reps=$reps vpmu.bench_rounds=$work${extra[$c]:-}${GUEST_APPEND:+ $GUEST_APPEND}" \
         "$out/run-guest.sh" bench-overhead 2>"$lg.err" |
@@ -381,6 +402,8 @@ table() {
     ratio g a "perf stat loads, stores / pmu=off"
     ratio j a "perf stat cond. branches / pmu=off"
     ratio b d "perf stat / pmu=on plain"
+    ratio k d "operator events / pmu=on plain" 1.01
+    ratio k a "operator events / pmu=off"
     ratio h i "perf stat / plain, in one boot" 1.02
     ratio h a "perf stat (h) / pmu=off"
     ratio i a "pmu=on plain (i) / pmu=off"

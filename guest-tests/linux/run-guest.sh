@@ -30,6 +30,8 @@
 #   LOG          where to keep the serial output (default IMAGE/guest.log)
 #   INTERACTIVE  1: keep stdin on the serial console (with APPEND=vpmu.shell=1
 #                you get a shell after the tests; Ctrl-A X quits QEMU)
+#   QMP          a UNIX socket path: QEMU serves QMP there (for a caller that
+#                talks to it while the guest runs; bench/guest-overhead.sh)
 #
 # Exit status: the guest's (0 all passed, 1 a test failed), 2 if the guest
 # died without reporting, 124 on timeout.
@@ -75,6 +77,7 @@ cmd=("$qemu" -L /usr/share/qemu -L /usr/share/seabios
      -nographic -no-reboot -net none
      -kernel "$image/$kernel" -initrd "$image/initramfs.cpio.gz"
      -append "$append")
+[[ -z ${QMP:-} ]] || cmd+=(-qmp "unix:$QMP,server=on,wait=off")
 echo "run-guest: ${cmd[*]}" >&2
 
 start=$(date +%s.%N)
