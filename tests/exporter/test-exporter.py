@@ -244,6 +244,16 @@ def test_operator(d, env):
         json.dump({"error": {"class": "GenericError", "desc":
                              "operator events are counted under TCG "
                              "only, for now"}}, f)
+    # flaky: the start succeeds, its query-vpmu then answers nonsense: the
+    # domain is down for the scrape, not a refusal
+    with open(os.path.join(d, "list"), "a") as f:
+        f.write("flaky\n")
+    with open(os.path.join(d, "flaky.uuid"), "w") as f:
+        f.write("flaky-uuid\n")
+    with open(os.path.join(d, "flaky.reply"), "w") as f:
+        json.dump({"return": [vcpu(0, [counter(0, "off")])]}, f)
+    with open(os.path.join(d, "flaky.reply-op"), "w") as f:
+        f.write("not json\n")
     open(os.path.join(d, "calls"), "w").close()
     port = free_port()
     p = subprocess.Popen([sys.executable, EXPORTER, "--events", OP_EVENTS,
@@ -258,8 +268,13 @@ def test_operator(d, env):
     missing = [w for w in OP_WANT if w not in lines]
     ok(first is not None and not missing, "--events: the operator's counts "
        "and times, and each domain's consent", "\n".join(missing))
+    ok('vpmu_domain_up{domain="flaky",uuid="flaky-uuid"} 0' in lines and
+       not any(x.startswith('vpmu_operator_consent{domain="flaky"')
+               for x in lines),
+       "a domain whose query fails after the start: down, not a refusal",
+       "\n".join(x for x in lines if "flaky" in x))
     starts = [c for c in calls(d) if "vpmu-operator-start" in c]
-    ok(len(starts) == 3 and all(f'"events": "{OP_EVENTS}"' in c and
+    ok(len(starts) == 4 and all(f'"events": "{OP_EVENTS}"' in c and
                                 '"requester": "vpmu-exporter (user ' in c
                                 for c in starts),
        "started once per domain over two scrapes, with the events and "
