@@ -37,6 +37,8 @@ typedef struct VpmuHelperPolicy {
     bool pinned;                /* host events are pinned */
     bool raw;                   /* guest raw events may pass */
     bool cgroup;                /* the VM was known by its cgroup */
+    bool operator_metrics;      /* the host operator may count this VM
+                                   (operator events: the tenant's consent) */
 } VpmuHelperPolicy;
 
 typedef struct VpmuHelperStats {

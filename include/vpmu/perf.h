@@ -59,6 +59,14 @@ typedef struct VpmuPerfSource VpmuPerfSource;
  * system call is used.  Each returns what the system call returns, with
  * -errno in place of -1/errno.
  */
+/*
+ * vpmu's own bit in VpmuPerfSys.open's flags, never perf's: the event is
+ * the host operator's (include/vpmu/operator.h), not a guest counter's.
+ * A VpmuPerfSys that asks someone else to open (vpmu-helper's client)
+ * says so there and passes the rest to perf_event_open(2).
+ */
+#define VPMU_PERF_OPEN_OPERATOR (1ul << 31)
+
 typedef struct VpmuPerfSys {
     /* perf_event_open(2): an fd or -errno.  The only way events are made. */
     int (*open)(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu,

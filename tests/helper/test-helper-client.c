@@ -214,6 +214,59 @@ START_TEST(test_open_and_refusal)
 }
 END_TEST
 
+/*
+ * The operator's events: the helper hears which they are (refused under
+ * "operator = no", the policy says so), and a close releases them as the
+ * operator's: with 8 open, closing one makes room for another.
+ */
+START_TEST(test_operator)
+{
+    unsigned long op = VPMU_PERF_OPEN_OPERATOR;
+    struct perf_event_attr a = insn();
+    VpmuHelperPolicy pol;
+    VpmuHelperStats st;
+    VpmuPerfSys sys;
+    VpmuHelper *h;
+    char err[200];
+    int fd[8];
+
+    ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)), 0);
+    vpmu_helper_policy(h, &pol);
+    ck_assert(!pol.operator_metrics);
+    vpmu_helper_perf_sys(h, &sys);
+    ck_assert_int_eq(sys.open(sys.ctx, &a, getpid(), -1, -1, op), -EACCES);
+    vpmu_helper_stats(h, &st);
+    ck_assert_str_eq(st.last_message, "operator events: the policy of VM "
+                     "'web' does not allow them (operator = no)");
+    vpmu_helper_free(h);
+
+    write_file(dir, "web.conf", "events = allow 0xc0\noperator = yes\n");
+    ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)), 0);
+    vpmu_helper_policy(h, &pol);
+    ck_assert(pol.operator_metrics);
+    vpmu_helper_perf_sys(h, &sys);
+    /* Cache misses: outside the guest's filter, the operator's to count. */
+    a.config = PERF_COUNT_HW_CACHE_MISSES;
+    for (int i = 0; i < 8; i++) {
+        fd[i] = sys.open(sys.ctx, &a, getpid(), -1, -1, op);
+        ck_assert_int_ge(fd[i], 0);
+    }
+    ck_assert_int_eq(sys.open(sys.ctx, &a, getpid(), -1, -1, op), -EBUSY);
+    ck_assert_int_eq(sys.close(sys.ctx, fd[0]), 0);
+    fd[0] = sys.open(sys.ctx, &a, getpid(), -1, -1, op);
+    ck_assert_int_ge(fd[0], 0);
+    /* ... and it was never the guest's to open. */
+    ck_assert_int_eq(sys.open(sys.ctx, &a, getpid(), -1, -1, 0), -EACCES);
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(sys.close(sys.ctx, fd[i]), 0);
+    }
+    vpmu_helper_stats(h, &st);
+    ck_assert_uint_eq(st.opens, 9);
+    ck_assert_uint_eq(st.refusals, 2);
+    vpmu_helper_free(h);
+}
+END_TEST
+
 /* Down: that open fails, with why.  Back: the next one connects again. */
 START_TEST(test_restart)
 {
@@ -322,6 +375,7 @@ int main(void)
     tcase_add_test(tc, test_connect_fails);
     tcase_add_test(tc, test_hello_refused);
     tcase_add_test(tc, test_open_and_refusal);
+    tcase_add_test(tc, test_operator);
     tcase_add_test(tc, test_restart);
     tcase_add_test(tc, test_mediated);
     suite_add_tcase(s, tc);

@@ -27,7 +27,8 @@ START_TEST(test_defaults)
     ck_assert_str_eq(p.events, "");
     ck_assert_ptr_null(p.filter);
     ck_assert_uint_eq(p.counters, 4);
-    ck_assert(!p.pinned && !p.raw);
+    /* No consent unless the file says so. */
+    ck_assert(!p.pinned && !p.raw && !p.operator_metrics);
     helper_policy_clear(&p);
 }
 END_TEST
@@ -41,7 +42,8 @@ START_TEST(test_every_key)
         "events = allow 0x3c, 0xc0   # cycles, instructions\n"
         "  counters=6\n"
         "pinned = yes\n"
-        "raw = no", &p, err, sizeof(err)), 0);
+        "raw = no\n"
+        "operator = yes", &p, err, sizeof(err)), 0);
     ck_assert_str_eq(p.events, "allow 0x3c, 0xc0");
     ck_assert_ptr_nonnull(p.filter);
     /* Intel cycles 0x3c and instructions 0xc0 pass; branches 0xc4 not. */
@@ -49,7 +51,7 @@ START_TEST(test_every_key)
     ck_assert(vpmu_filter_allows_event(p.filter, 0xc0));
     ck_assert(!vpmu_filter_allows_event(p.filter, 0xc4));
     ck_assert_uint_eq(p.counters, 6);
-    ck_assert(p.pinned && !p.raw);
+    ck_assert(p.pinned && !p.raw && p.operator_metrics);
     helper_policy_clear(&p);
 }
 END_TEST
@@ -59,7 +61,9 @@ static const struct {
     const char *text, *err;
 } bad[] = {
     { "colour = blue", "line 1: unknown key 'colour' (events, counters, "
-      "pinned, raw)" },
+      "pinned, raw, operator)" },
+    { "operator = maybe", "line 1: operator: 'maybe' is not yes or no" },
+    { "operator = yes\noperator = no", "line 2: 'operator' given twice" },
     { "counters = 4\ncounters = 5", "line 2: 'counters' given twice" },
     { "counters = 9", "line 1: counters: '9' is not 1-8" },
     { "counters = 0", "line 1: counters: '0' is not 1-8" },
@@ -144,7 +148,7 @@ START_TEST(test_shipped_default)
     ck_assert_int_eq(helper_policy_load(HELPER_SRCDIR, "any-vm", &p, err,
                                         sizeof(err)), 0);
     ck_assert_uint_eq(p.counters, 4);
-    ck_assert(!p.pinned && !p.raw);
+    ck_assert(!p.pinned && !p.raw && !p.operator_metrics);
     /* The architectural events of both vendors, nothing else. */
     ck_assert(vpmu_filter_allows_event(p.filter, 0x3c));     /* cycles */
     ck_assert(vpmu_filter_allows_event(p.filter, 0x76));     /* AMD cycles */

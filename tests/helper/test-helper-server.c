@@ -270,16 +270,103 @@ START_TEST(test_event_limit)
         ck_assert_int_eq(ask(&req, sizeof(req), &rep, &fd), 0);
         close(fd);
     }
-    snprintf(want, sizeof(want), "thread %d holds 7 events, the most the "
-             "policy of VM 'test-vm' allows", (int)getpid());
+    snprintf(want, sizeof(want), "thread %d holds 7 guest events, the most "
+             "the policy of VM 'test-vm' allows", (int)getpid());
     refused(&req, sizeof(req), -EBUSY, want);
     hdr(&rel.hdr, VPMU_HELPER_RELEASE, sizeof(rel));
     ck_assert_int_eq(ask(&rel, sizeof(rel), &rep, &fd), 0);
     ck_assert_int_eq(ask(&req, sizeof(req), &rep, &fd), 0);
     close(fd);
     rel.tid = 2;
-    refused(&rel, sizeof(rel), -ENOENT, "thread 2 holds no event of this "
-            "connection");
+    refused(&rel, sizeof(rel), -ENOENT, "thread 2 holds no guest event of "
+            "this connection");
+}
+END_TEST
+
+/*
+ * The operator's events need the tenant's consent: refused, and nothing
+ * opened, under a policy without "operator = yes".
+ */
+START_TEST(test_operator_denied)
+{
+    VpmuHelperOpen req = open_req(getpid());
+    VpmuHelperOpen rel = { .tid = getpid() };
+    char want[160];
+
+    req.flags = VPMU_HELPER_OPEN_OPERATOR;
+    refused(&req, sizeof(req), -EACCES, "operator events: the policy of VM "
+            "'test-vm' does not allow them (operator = no)");
+    ck_assert_uint_eq(fake_opens, 0);
+    hdr(&rel.hdr, VPMU_HELPER_RELEASE, sizeof(rel));
+    rel.flags = VPMU_HELPER_OPEN_OPERATOR;
+    snprintf(want, sizeof(want), "thread %d holds no operator event of "
+             "this connection", (int)getpid());
+    refused(&rel, sizeof(rel), -ENOENT, want);
+}
+END_TEST
+
+/*
+ * With "operator = yes": named events only, outside the guest's filter
+ * (branches is not in it) and beside its limit (7 guest events), at most
+ * 8 per thread; a release says whose event it was.
+ */
+START_TEST(test_operator_allowed)
+{
+    VpmuHelperOpen req = open_req(getpid()), rel = { .tid = getpid() };
+    VpmuHelperReply rep;
+    VpmuHelperHello hello;
+    VpmuHelperHdr h;
+    char want[160];
+    int fd;
+
+    helper_conn_close(&conn);
+    close(cli);
+    setup_policy("events = allow 0x3c, 0x76, 0xc0\ncounters = 2\n"
+                 "operator = yes\n");
+    hdr(&h, VPMU_HELPER_HELLO, sizeof(h));
+    ck_assert_int_eq(send(cli, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    ck_assert_int_eq(helper_conn_serve(&conn, &opts), 0);
+    ck_assert_int_eq(recv(cli, &hello, sizeof(hello), 0),
+                     (ssize_t)sizeof(hello));
+    ck_assert_uint_eq(hello.flags, VPMU_HELPER_POLICY_CGROUP |
+                                   VPMU_HELPER_POLICY_OPERATOR);
+    opts.burst = 100;
+    conn.tokens = 100;
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(ask(&req, sizeof(req), &rep, &fd), 0);
+        close(fd);
+    }
+    req.flags = VPMU_HELPER_OPEN_OPERATOR;
+    req.attr.config = PERF_COUNT_HW_BRANCH_INSTRUCTIONS;
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(ask(&req, sizeof(req), &rep, &fd), 0);
+        close(fd);
+    }
+    snprintf(want, sizeof(want), "thread %d holds 8 operator events, the "
+             "most the policy of VM 'test-vm' allows", (int)getpid());
+    refused(&req, sizeof(req), -EBUSY, want);
+    ck_assert_uint_eq(conn.stats.opens, 15);
+    ck_assert_uint_eq(conn.stats.operator_opens, 8);
+    hdr(&rel.hdr, VPMU_HELPER_RELEASE, sizeof(rel));
+    rel.flags = VPMU_HELPER_OPEN_OPERATOR;
+    ck_assert_int_eq(ask(&rel, sizeof(rel), &rep, &fd), 0);
+    ck_assert_int_eq(ask(&req, sizeof(req), &rep, &fd), 0);
+    close(fd);
+    /* The guest's limit did not move: still 7 of 7. */
+    req = open_req(getpid());
+    snprintf(want, sizeof(want), "thread %d holds 7 guest events, the most "
+             "the policy of VM 'test-vm' allows", (int)getpid());
+    refused(&req, sizeof(req), -EBUSY, want);
+    req.flags = VPMU_HELPER_OPEN_OPERATOR;
+    req.attr.type = PERF_TYPE_RAW;
+    req.attr.config = 0x3c;
+    refused(&req, sizeof(req), -EACCES, "raw event 0x3c: operator events "
+            "are named events");
+    req = open_req(getpid());
+    req.flags = VPMU_HELPER_OPEN_OPERATOR;
+    req.attr.exclude_host = 0;
+    refused(&req, sizeof(req), -EPERM, "exclude_host is required (the "
+            "event would count the host too)");
 }
 END_TEST
 
@@ -325,8 +412,8 @@ START_TEST(test_malformed)
              "takes %zu", sizeof(req));
     refused(big, sizeof(big), -EMSGSIZE, want);
     req = open_req(getpid());
-    req.reserved = 1;
-    refused(&req, sizeof(req), -EPROTO, "reserved field is not 0");
+    req.flags = 6;
+    refused(&req, sizeof(req), -EPROTO, "unknown flags 0x6");
     ck_assert_uint_eq(fake_opens, 0);
 }
 END_TEST
@@ -428,9 +515,9 @@ START_TEST(test_log_limit)
 
     opts.log = count_log;
     log_lines = 0;
-    req.reserved = 1;
+    req.flags = 2;
     for (int i = 0; i < 12; i++) {
-        refused(&req, sizeof(req), -EPROTO, "reserved field is not 0");
+        refused(&req, sizeof(req), -EPROTO, "unknown flags 0x2");
     }
     ck_assert_uint_eq(log_lines, 9);
     snprintf(want, sizeof(want), "vpmu-helper: pid %d (VM 'test-vm'): "
@@ -482,6 +569,8 @@ int main(void)
     tcase_add_test(tc, test_policy_refusals);
     tcase_add_test(tc, test_mediated_refusal);
     tcase_add_test(tc, test_event_limit);
+    tcase_add_test(tc, test_operator_denied);
+    tcase_add_test(tc, test_operator_allowed);
     tcase_add_test(tc, test_rate);
     tcase_add_test(tc, test_malformed);
     tcase_add_test(tc, test_no_policy);

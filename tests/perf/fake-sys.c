@@ -59,6 +59,7 @@ static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t pid,
     e = &f->fds[f->nfds];
     memset(e, 0, sizeof(*e));
     e->open = true;
+    e->open_flags = flags;
     e->attr = *attr;
     e->enabled = !attr->disabled;
     return FAKE_FD_BASE + (int)f->nfds++;

@@ -21,6 +21,7 @@
 
 typedef struct FakeFd {
     bool open;
+    unsigned long open_flags;       /* perf_event_open's, and vpmu's own */
     unsigned closes;
     struct perf_event_attr attr;    /* sample_period follows IOC_PERIOD */
     bool enabled;

@@ -12,6 +12,8 @@
  * counters (a6da0d77e98e); the target here is 99% for both.  The number
  * of perf_event_open calls is derived by hand and asserted exactly.
  */
+#include <vpmu/operator.h>
+
 #include "perf-env.h"
 
 #define HW_PROBES       7
@@ -157,6 +159,48 @@ START_TEST(test_reuse_fixed)
 }
 END_TEST
 
+/*
+ * The host operator's events (operator.h) are opened with
+ * VPMU_PERF_OPEN_OPERATOR, so that vpmu-helper counts them apart; they
+ * are never parked, nor taken from the guest's parked events, and get no
+ * overflow signal (they never overflow).
+ */
+START_TEST(test_operator_never_parked)
+{
+    const VpmuSourceOps *ops = vpmu_perf_source_ops();
+    VpmuSourceAttr a = {
+        .event = VPMU_EVENT_CYCLES, .count_user = true, .count_kernel = true,
+        .count_host = true, .count_guest = true, .sample_period = 1ull << 62,
+        .counter_id = VPMU_OPERATOR_COUNTER_ID(0),
+    };
+    VpmuSourceHandle *h;
+    FakeFd *fd;
+
+    up();
+    /* The guest's cycles event, parked when its counter moves on. */
+    wr(EVTSEL(0), EV_CYCLES | EOU);
+    wr(EVTSEL(0), EV_INSTRUCTIONS | EOU);
+    ck_assert_uint_eq(perf_stats().parked, 1);
+    ck_assert_int_eq(ops->open(env.src, &a, &h), 0);
+    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 3);
+    fd = fake_sys_last(&env.fs);
+    ck_assert_uint_eq(fd->open_flags,
+                      PERF_FLAG_FD_CLOEXEC | VPMU_PERF_OPEN_OPERATOR);
+    ck_assert(fd->sig == 0 && !fd->async);
+    ck_assert_uint_eq(perf_stats().parked, 1);
+    ops->close(env.src, h);
+    ck_assert(!fd->open);
+    ck_assert_uint_eq(perf_stats().parked, 1);
+    /* The guest's next cycles takes its own parked event back. */
+    wr(EVTSEL(0), EV_CYCLES | EOU);
+    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 3);
+    ck_assert_uint_eq(env.fs.fds[HW_PROBES].open_flags, PERF_FLAG_FD_CLOEXEC);
+    ck_assert(env.fs.fds[HW_PROBES].enabled);
+    ck_assert_uint_eq(perf_stats().reuses, 1);
+    env_down();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf-reuse");
@@ -165,6 +209,7 @@ int main(void)
     tcase_add_test(tc, test_reuse_multiplexing);
     tcase_add_test(tc, test_reuse_sampling);
     tcase_add_test(tc, test_reuse_fixed);
+    tcase_add_test(tc, test_operator_never_parked);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

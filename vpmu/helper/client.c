@@ -20,6 +20,7 @@
 typedef struct HelperEvent {
     int fd;
     pid_t tid;
+    uint32_t flags;             /* the OPEN's, for the RELEASE */
 } HelperEvent;
 
 struct VpmuHelper {
@@ -131,6 +132,7 @@ static void policy_from_hello(VpmuHelperPolicy *p, const VpmuHelperHello *m)
     p->pinned = m->flags & VPMU_HELPER_POLICY_PINNED;
     p->raw = m->flags & VPMU_HELPER_POLICY_RAW;
     p->cgroup = m->flags & VPMU_HELPER_POLICY_CGROUP;
+    p->operator_metrics = m->flags & VPMU_HELPER_POLICY_OPERATOR;
 }
 
 /* Connect and say hello; 0 or -errno with the reason in @err. */
@@ -220,7 +222,7 @@ void vpmu_helper_stats(const VpmuHelper *h, VpmuHelperStats *out)
     *out = h->stats;
 }
 
-static int track(VpmuHelper *h, int fd, pid_t tid)
+static int track(VpmuHelper *h, int fd, pid_t tid, uint32_t flags)
 {
     if (h->nr_events == h->max_events) {
         size_t n = h->max_events ? 2 * h->max_events : 16;
@@ -232,7 +234,7 @@ static int track(VpmuHelper *h, int fd, pid_t tid)
         h->events = e;
         h->max_events = n;
     }
-    h->events[h->nr_events++] = (HelperEvent){ fd, tid };
+    h->events[h->nr_events++] = (HelperEvent){ fd, tid, flags };
     return 0;
 }
 
@@ -241,7 +243,12 @@ static int helper_open(void *ctx, struct perf_event_attr *attr, pid_t pid,
                        int cpu, int group_fd, unsigned long flags)
 {
     VpmuHelper *h = ctx;
-    VpmuHelperOpen req = { .tid = pid, .attr = *attr };
+    VpmuHelperOpen req = {
+        .tid = pid,
+        .flags = flags & VPMU_PERF_OPEN_OPERATOR ? VPMU_HELPER_OPEN_OPERATOR
+                                                 : 0,
+        .attr = *attr,
+    };
     union {
         VpmuHelperReply r;
         char buf[VPMU_HELPER_MSG_MAX];
@@ -281,7 +288,7 @@ static int helper_open(void *ctx, struct perf_event_attr *attr, pid_t pid,
         return r;
     }
     /* MSG_CMSG_CLOEXEC made it close-on-exec, as vpmu's flags ask. */
-    if (track(h, fd, pid) < 0) {
+    if (track(h, fd, pid, req.flags) < 0) {
         close(fd);
         return -ENOMEM;
     }
@@ -304,6 +311,7 @@ static int helper_close(void *ctx, int fd)
             continue;
         }
         req.tid = h->events[i].tid;
+        req.flags = h->events[i].flags;
         h->events[i] = h->events[--h->nr_events];
         if (h->sock >= 0) {
             hdr_init(h, &req.hdr, VPMU_HELPER_RELEASE, sizeof(req));

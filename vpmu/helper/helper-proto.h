@@ -11,10 +11,12 @@
  *   HELLO    client -> helper: nothing more.  Reply: VpmuHelperHello (the
  *            VM the helper took the peer for and its policy).
  *   OPEN     client -> helper: VpmuHelperOpen (a thread of the peer and a
- *            perf_event_attr the perf source builds).  Reply: status, and
- *            on success the event's fd in SCM_RIGHTS.
- *   RELEASE  client -> helper: VpmuHelperOpen with the attr zeroed: the
- *            client closed one event it opened for that thread.
+ *            perf_event_attr the perf source builds; flags say whether it
+ *            is the guest's counter or the host operator's event).  Reply:
+ *            status, and on success the event's fd in SCM_RIGHTS.
+ *   RELEASE  client -> helper: VpmuHelperOpen with the attr zeroed and the
+ *            flags of the open: the client closed one event it opened for
+ *            that thread.
  *
  * A refusal is a reply with status -errno and a one-line message; the
  * connection stays open.  A message the helper cannot parse (bad magic,
@@ -48,9 +50,18 @@ typedef struct VpmuHelperHdr {
 typedef struct VpmuHelperOpen {
     VpmuHelperHdr hdr;
     int32_t tid;                /* a thread of the peer process */
-    uint32_t reserved;          /* 0 */
+    uint32_t flags;             /* VPMU_HELPER_OPEN_* */
     struct perf_event_attr attr;
 } VpmuHelperOpen;
+
+/*
+ * The host operator's event (include/vpmu/operator.h), not a guest
+ * counter: allowed only by a policy with "operator = yes", a named event
+ * with exclude_host, at most VPMU_OPERATOR_MAX_EVENTS per thread beside
+ * the guest's, and not subject to the guest's event filter.
+ */
+#define VPMU_HELPER_OPEN_OPERATOR   (1u << 0)
+#define VPMU_HELPER_OPEN_FLAGS      VPMU_HELPER_OPEN_OPERATOR
 
 /* Every reply: the status and, when it is a refusal, why. */
 typedef struct VpmuHelperReply {
@@ -72,6 +83,7 @@ typedef struct VpmuHelperHello {
 #define VPMU_HELPER_POLICY_PINNED   (1u << 0)   /* pinned host events */
 #define VPMU_HELPER_POLICY_RAW      (1u << 1)   /* guest raw events */
 #define VPMU_HELPER_POLICY_CGROUP   (1u << 2)   /* VM known by its cgroup */
+#define VPMU_HELPER_POLICY_OPERATOR (1u << 3)   /* operator events allowed */
 
 _Static_assert(sizeof(VpmuHelperOpen) <= VPMU_HELPER_MSG_MAX &&
                sizeof(VpmuHelperHello) <= VPMU_HELPER_MSG_MAX,

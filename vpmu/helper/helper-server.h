@@ -24,6 +24,8 @@ typedef struct HelperPolicy {
     unsigned counters;          /* "counters": GP counters, 1-8 */
     bool pinned;                /* "pinned": yes / no */
     bool raw;                   /* "raw": guest raw events, yes / no */
+    bool operator_metrics;      /* "operator": the host operator's events
+                                   (tenant consent), yes / no */
 } HelperPolicy;
 
 #define HELPER_POLICY_COUNTERS_DEFAULT 4
@@ -80,10 +82,12 @@ typedef struct HelperServerOpts {
 typedef struct HelperThread {
     pid_t tid;
     unsigned events;            /* opened and not released */
+    unsigned operator_events;   /* ... of them the operator's */
 } HelperThread;
 
 typedef struct HelperStats {
     uint64_t requests, opens, refusals, releases;
+    uint64_t operator_opens;    /* of opens, the operator's */
 } HelperStats;
 
 /* One client connection. */

@@ -8,8 +8,11 @@
  *   counters = 4                      # GP counters the guest may have
  *   pinned   = no                     # host events pinned, or multiplexed
  *   raw      = no                     # guest raw events pass, or not
+ *   operator = no                     # the host operator may count this
+ *                                     # VM (operator events): the
+ *                                     # tenant's consent
  *
- * Every key is optional (defaults: all events, 4 counters, no, no); an
+ * Every key is optional (defaults: all events, 4 counters, no, no, no); an
  * unknown key, a repeated one or a bad value is an error naming the line.
  * exclude_host is not a key: the helper always requires it.
  */
@@ -66,7 +69,9 @@ static int parse_line(HelperPolicy *p, const char *s, const char *e,
                       unsigned *seen, char *err, size_t errlen)
 {
     static const char *const keys[] = { "events", "counters", "pinned",
-                                        "raw" };
+                                        "raw", "operator" };
+    static const unsigned nkeys = sizeof(keys) / sizeof(keys[0]);
+    bool *flag[] = { NULL, NULL, &p->pinned, &p->raw, &p->operator_metrics };
     const char *eq = memchr(s, '=', e - s), *k = s, *ke, *v, *ve = e;
     char buf[sizeof(p->events)];
     unsigned key;
@@ -78,11 +83,11 @@ static int parse_line(HelperPolicy *p, const char *s, const char *e,
     v = eq + 1;
     trim(&k, &ke);
     trim(&v, &ve);
-    for (key = 0; key < 4 && !word_is(k, ke - k, keys[key]); key++) {
+    for (key = 0; key < nkeys && !word_is(k, ke - k, keys[key]); key++) {
     }
-    if (key == 4) {
+    if (key == nkeys) {
         return vpmu_err(err, errlen, "unknown key '%.*s' (events, counters, "
-                        "pinned, raw)", (int)(ke - k), k);
+                        "pinned, raw, operator)", (int)(ke - k), k);
     }
     if (*seen & (1u << key)) {
         return vpmu_err(err, errlen, "'%s' given twice", keys[key]);
@@ -115,7 +120,7 @@ static int parse_line(HelperPolicy *p, const char *s, const char *e,
         p->counters = n;
         return 0;
     }
-    if (parse_bool(v, ve - v, key == 2 ? &p->pinned : &p->raw) < 0) {
+    if (parse_bool(v, ve - v, flag[key]) < 0) {
         return vpmu_err(err, errlen, "%s: '%.*s' is not yes or no",
                         keys[key], (int)(ve - v), v);
     }

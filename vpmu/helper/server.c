@@ -19,6 +19,8 @@
 #include <vpmu/host.h>
 #include <vpmu/perf.h>
 
+#include <vpmu/operator.h>
+
 #include "helper-server.h"
 #include "vpmu-log.h"
 
@@ -204,13 +206,24 @@ static int sys_open(const HelperServerOpts *o, struct perf_event_attr *attr,
     return fd < 0 ? -errno : (int)fd;
 }
 
-/* The policy's verdict on an event the perf source builds: 0 or refused. */
+/*
+ * The policy's verdict on an event the perf source builds: 1, or refused.
+ * The operator's events (VPMU_HELPER_OPEN_OPERATOR) need the tenant's
+ * consent ("operator = yes") and are named events; the guest's filter
+ * bounds what the guest programs, not what the host's operator counts.
+ */
 static int check_policy(HelperConn *c, const HelperServerOpts *o,
                         const VpmuHelperOpen *req, const VpmuPerfAttrInfo *ev)
 {
     const HelperPolicy *p = &c->policy;
+    bool op = req->flags & VPMU_HELPER_OPEN_OPERATOR;
     uint64_t code = ev->raw_config;
 
+    if (op && !p->operator_metrics) {
+        return refuse(c, o, &req->hdr, -EACCES, "operator events: the "
+                      "policy of VM '%s' does not allow them (operator = "
+                      "no)", c->vm);
+    }
     if (!ev->clock && !ev->exclude_host) {
         return refuse(c, o, &req->hdr, -EPERM, "exclude_host is required "
                       "(the event would count the host too)");
@@ -219,6 +232,11 @@ static int check_policy(HelperConn *c, const HelperServerOpts *o,
         return refuse(c, o, &req->hdr, -EPERM, "the policy of VM '%s' "
                       "wants %s events", c->vm,
                       p->pinned ? "pinned" : "multiplexed (not pinned)");
+    }
+    if (ev->event == VPMU_EVENT_RAW && op) {
+        return refuse(c, o, &req->hdr, -EACCES, "raw event 0x%llx: "
+                      "operator events are named events",
+                      (unsigned long long)code);
     }
     if (ev->event == VPMU_EVENT_RAW && !p->raw) {
         return refuse(c, o, &req->hdr, -EACCES, "raw event 0x%llx: the "
@@ -231,7 +249,7 @@ static int check_policy(HelperConn *c, const HelperServerOpts *o,
         return refuse(c, o, &req->hdr, -EACCES, "architectural event %d has "
                       "no encoding on this host", (int)ev->event);
     }
-    if (p->filter && !vpmu_filter_allows_event(p->filter, code)) {
+    if (!op && p->filter && !vpmu_filter_allows_event(p->filter, code)) {
         return refuse(c, o, &req->hdr, -EACCES, "event 0x%llx denied by "
                       "the policy of VM '%s'", (unsigned long long)code,
                       c->vm);
@@ -264,11 +282,25 @@ static int refuse_open_failed(HelperConn *c, const HelperServerOpts *o,
                   h.module[0] ? h.module : "kvm_amd/kvm_intel");
 }
 
+/*
+ * The guest's GP and fixed counters and the source's probe; the operator's
+ * events apart, VPMU_OPERATOR_MAX_EVENTS of them.
+ */
+static bool thread_has_room(const HelperThread *t, const HelperPolicy *p,
+                            bool op)
+{
+    unsigned guest = t->events - t->operator_events;
+
+    return op ? t->operator_events < VPMU_OPERATOR_MAX_EVENTS
+              : guest < p->counters + VPMU_INTEL_V5_MAX_FIXED + 1;
+}
+
 static int serve_open(HelperConn *c, const HelperServerOpts *o,
                       const VpmuHelperOpen *req)
 {
     VpmuHelperReply reply = { .hdr = req->hdr };
     struct perf_event_attr attr = req->attr;
+    bool op = req->flags & VPMU_HELPER_OPEN_OPERATOR;
     VpmuPerfAttrInfo ev;
     HelperThread *t;
     int fd, r;
@@ -294,11 +326,12 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
         return r;
     }
     t = thread_of(c, req->tid, true);
-    /* The guest's GP and fixed counters, and the source's probe. */
-    if (!t || t->events >= c->policy.counters + VPMU_INTEL_V5_MAX_FIXED + 1) {
-        return refuse(c, o, &req->hdr, -EBUSY, "thread %d holds %u events, "
-                      "the most the policy of VM '%s' allows", (int)req->tid,
-                      t ? t->events : 0, c->vm);
+    if (!t || !thread_has_room(t, &c->policy, op)) {
+        return refuse(c, o, &req->hdr, -EBUSY, "thread %d holds %u %s "
+                      "events, the most the policy of VM '%s' allows",
+                      (int)req->tid, !t ? 0 : op ? t->operator_events
+                                                 : t->events - t->operator_events,
+                      op ? "operator" : "guest", c->vm);
     }
     fd = sys_open(o, &attr, req->tid);
     if (fd < 0) {
@@ -314,7 +347,9 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
     close(fd);
     if (r == 0) {
         t->events++;
+        t->operator_events += op;
         c->stats.opens++;
+        c->stats.operator_opens += op;
     }
     return r;
 }
@@ -324,12 +359,16 @@ static int serve_release(HelperConn *c, const HelperServerOpts *o,
 {
     VpmuHelperReply reply = { .hdr = req->hdr };
     HelperThread *t = thread_of(c, req->tid, false);
+    bool op = req->flags & VPMU_HELPER_OPEN_OPERATOR;
 
-    if (!t || !t->events) {
-        return refuse(c, o, &req->hdr, -ENOENT, "thread %d holds no event "
-                      "of this connection", (int)req->tid);
+    if (!t || (op ? !t->operator_events
+                  : t->events == t->operator_events)) {
+        return refuse(c, o, &req->hdr, -ENOENT, "thread %d holds no %s "
+                      "event of this connection", (int)req->tid,
+                      op ? "operator" : "guest");
     }
     t->events--;
+    t->operator_events -= op;
     c->stats.releases++;
     return send_reply(c, &reply, sizeof(reply), -1);
 }
@@ -347,7 +386,9 @@ static int serve_hello(HelperConn *c, const HelperServerOpts *o,
     hello.counters = c->policy.counters;
     hello.flags = (c->policy.pinned ? VPMU_HELPER_POLICY_PINNED : 0) |
                   (c->policy.raw ? VPMU_HELPER_POLICY_RAW : 0) |
-                  (c->cgroup ? VPMU_HELPER_POLICY_CGROUP : 0);
+                  (c->cgroup ? VPMU_HELPER_POLICY_CGROUP : 0) |
+                  (c->policy.operator_metrics ? VPMU_HELPER_POLICY_OPERATOR
+                                              : 0);
     return send_reply(c, &hello.r, sizeof(hello), -1);
 }
 
@@ -408,8 +449,10 @@ int helper_conn_serve(HelperConn *c, const HelperServerOpts *o)
                      (size_t)n > sizeof(m)) < 0) {
         return 0;
     }
-    if (m.hdr.type != VPMU_HELPER_HELLO && m.open.reserved != 0) {
-        return refuse(c, o, &m.hdr, -EPROTO, "reserved field is not 0");
+    if (m.hdr.type != VPMU_HELPER_HELLO &&
+        (m.open.flags & ~VPMU_HELPER_OPEN_FLAGS)) {
+        return refuse(c, o, &m.hdr, -EPROTO, "unknown flags 0x%x",
+                      m.open.flags & ~VPMU_HELPER_OPEN_FLAGS);
     }
     switch (m.hdr.type) {
     case VPMU_HELPER_HELLO:

@@ -40,7 +40,8 @@ _Static_assert(sizeof(VpmuPerfReading) == 3 * sizeof(uint64_t),
 
 /* --- system calls --------------------------------------------------- */
 
-int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr)
+int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
+                       bool op)
 {
     /* The fd must not leak into a child the front end may exec. */
     unsigned long flags = PERF_FLAG_FD_CLOEXEC;
@@ -48,7 +49,8 @@ int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr)
 
     src->stats.sys_opens++;
     if (src->sys.open) {
-        return src->sys.open(src->sys.ctx, pattr, src->tid, -1, -1, flags);
+        return src->sys.open(src->sys.ctx, pattr, src->tid, -1, -1,
+                             flags | (op ? VPMU_PERF_OPEN_OPERATOR : 0));
     }
     r = syscall(SYS_perf_event_open, pattr, src->tid, -1, -1, flags);
     return r < 0 ? -errno : (int)r;
@@ -353,16 +355,17 @@ static int event_notify(VpmuPerfSource *src, int fd)
 }
 
 int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
-                         int *fd)
+                         bool op, int *fd)
 {
-    int r = vpmu_perf_sys_open(src, pattr);
+    int r = vpmu_perf_sys_open(src, pattr, op);
 
     if (r < 0) {
         return vpmu_perf_fail(src, true, r);
     }
     *fd = r;
     src->stats.opens++;
-    if (src->opts.notify_signal) {
+    /* The operator's events never overflow (operator.c): no signal. */
+    if (src->opts.notify_signal && !op) {
         r = event_notify(src, *fd);
         if (r < 0) {
             vpmu_perf_sys_close(src, *fd);

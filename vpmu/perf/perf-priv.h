@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <vpmu/host.h>
+#include <vpmu/operator.h>
 #include <vpmu/perf.h>
 
 #include "vpmu-log.h"
@@ -56,6 +57,7 @@ struct VpmuSourceHandle {
                                        the host period programmed now */
     VpmuSourceAttr attr;            /* the guest's request (active only) */
     bool clock;             /* task-clock fallback: host ns, guest ticks */
+    bool op;                /* the host operator's (never parked) */
     bool enabled;           /* the guest counter counts */
     bool hw_on;             /* the host event is enabled */
     bool skewed;            /* the kernel's countdown is ahead of the
@@ -98,8 +100,12 @@ struct VpmuPerfSource {
     bool host_rechecked;    /* after a refusal, once (perf-host.c) */
 };
 
-/* perf-event.c: system calls through src->sys, -errno on failure. */
-int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr);
+/*
+ * perf-event.c: system calls through src->sys, -errno on failure.  @op:
+ * the host operator's event (VPMU_PERF_OPEN_OPERATOR).
+ */
+int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
+                       bool op);
 int vpmu_perf_sys_ioctl(VpmuPerfSource *src, int fd, unsigned long req,
                         unsigned long arg);
 void vpmu_perf_sys_close(VpmuPerfSource *src, int fd);
@@ -115,7 +121,7 @@ uint64_t vpmu_perf_ticks_to_ns(uint64_t ticks, uint64_t hz);
 bool vpmu_perf_same_key(const struct perf_event_attr *a,
                         const struct perf_event_attr *b);
 int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
-                         int *fd);
+                         bool op, int *fd);
 int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h);
 
 /* perf-host.c: KVM's mediated vPMU (include/vpmu/host.h). */

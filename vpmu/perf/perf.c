@@ -63,7 +63,7 @@ static int rearm_parked(VpmuPerfSource *src, VpmuSourceHandle *h,
 }
 
 static int new_handle(VpmuPerfSource *src, const struct perf_event_attr *pa,
-                      VpmuSourceHandle **out)
+                      bool op, VpmuSourceHandle **out)
 {
     VpmuSourceHandle *h = calloc(1, sizeof(*h));
     int r;
@@ -74,7 +74,8 @@ static int new_handle(VpmuPerfSource *src, const struct perf_event_attr *pa,
     h->src = src;
     h->pattr = *pa;
     h->clock = src->clock_only;
-    r = vpmu_perf_event_open(src, &h->pattr, &h->fd);
+    h->op = op;
+    r = vpmu_perf_event_open(src, &h->pattr, op, &h->fd);
     if (r < 0) {
         vpmu_perf_host_open_failed(src, &h->pattr, r);
         free(h);
@@ -90,12 +91,17 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
     VpmuPerfSource *src = opaque;
     struct perf_event_attr pattr;
     VpmuSourceHandle *h;
+    /*
+     * The host operator's events are never parked nor taken from the
+     * guest's parked ones: vpmu-helper counts them apart, by their open.
+     */
+    bool op = attr->counter_id >= VPMU_OPERATOR_COUNTER_ID(0);
     int r = vpmu_perf_build_attr(src, attr, &pattr);
 
     if (r < 0) {
         return r;
     }
-    h = take_parked(src, &pattr);
+    h = op ? NULL : take_parked(src, &pattr);
     if (h) {
         r = rearm_parked(src, h, pattr.sample_period);
         if (r < 0) {
@@ -104,7 +110,7 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
         }
         src->stats.reuses++;
     } else {
-        r = new_handle(src, &pattr, &h);
+        r = new_handle(src, &pattr, op, &h);
         if (r < 0) {
             return r;
         }
@@ -183,7 +189,7 @@ static void perf_close(void *opaque, VpmuSourceHandle *h)
     if (!h->error && h->hw_on) {
         vpmu_perf_host_toggle(src, h, false);
     }
-    if (h->error || src->opts.no_reuse) {
+    if (h->error || h->op || src->opts.no_reuse) {
         vpmu_perf_handle_release(src, h);
         return;
     }
@@ -243,7 +249,7 @@ static int probe(VpmuPerfSource *src, VpmuArchEvent e)
     int fd = vpmu_perf_build_attr(src, &a, &pattr);
 
     if (fd == 0) {
-        fd = vpmu_perf_sys_open(src, &pattr);
+        fd = vpmu_perf_sys_open(src, &pattr, false);
     }
     if (fd < 0) {
         return fd;
