@@ -188,18 +188,19 @@ START_TEST(test_guest_first)
     Op o;
 
     op_new(&o, "instructions,cycles,branches", 4);     /* all 3 run */
-    vpmu_operator_update(o.op, 2, 1100);    /* t 1000-1100: all ran; 2 left:
-                                               0 and 1 run, next 2 */
+    /* t 1000-1100: all ran; 2 left: 0 and 1 run, next 2; turns */
+    ck_assert(vpmu_operator_update(o.op, 2, 1100));
     vpmu_fake_source_run(o.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 10);
     vpmu_fake_source_run(o.fake, VPMU_EVENT_BRANCHES, 0, 3, 10);
-    vpmu_operator_update(o.op, 2, 1200);    /* 2 and 0 run, next 1 */
+    ck_assert(vpmu_operator_update(o.op, 2, 1200));  /* 2, 0 run; next 1 */
     vpmu_fake_source_run(o.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 5);
     vpmu_fake_source_run(o.fake, VPMU_EVENT_CYCLES, 0, 3, 5);
     vpmu_fake_source_run(o.fake, VPMU_EVENT_BRANCHES, 0, 3, 5);
-    vpmu_operator_update(o.op, 4, 1300);    /* the guest takes all four */
+    /* The guest takes all four: no turns, nothing to turn. */
+    ck_assert(!vpmu_operator_update(o.op, 4, 1300));
     vpmu_fake_source_run(o.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, 100);
     vpmu_operator_instruction_retired(o.op, 3, true);  /* none running */
-    vpmu_operator_update(o.op, 0, 1400);    /* all three again */
+    ck_assert(!vpmu_operator_update(o.op, 0, 1400));    /* all three */
     vpmu_fake_source_run(o.fake, VPMU_EVENT_CYCLES, 0, 3, 1);
     ck_assert_uint_eq(vpmu_operator_read(o.op, 1500, c, 3), 3);
     /* instructions: ran 1000-1300 and 1400-1500 */
@@ -214,6 +215,68 @@ START_TEST(test_guest_first)
     ck_assert_uint_eq(c[2].running_ns, 300);
     ck_assert_uint_eq(c[2].enabled_ns, 500);
     op_free(&o);
+}
+END_TEST
+
+/*
+ * A source that counts its enabled handles: at no instant do the
+ * operator's events hold more than the guest left them, neither when
+ * they are made (opts.guest_counting) nor when they change turns (every
+ * stop comes before the starts).
+ */
+static unsigned live_now, live_max;
+
+static int count_enable(void *src, VpmuSourceHandle *h)
+{
+    int r = vpmu_fake_source_ops()->enable(src, h);
+
+    if (r == 0 && ++live_now > live_max) {
+        live_max = live_now;
+    }
+    return r;
+}
+
+static int count_disable(void *src, VpmuSourceHandle *h)
+{
+    int r = vpmu_fake_source_ops()->disable(src, h);
+
+    live_now -= r == 0;
+    return r;
+}
+
+START_TEST(test_yield_first)
+{
+    VpmuOperatorEvent ev[3];
+    VpmuSourceOps ops = *vpmu_fake_source_ops();
+    VpmuOperatorOpts opts = { .source_ops = &ops, .host_counters = 4,
+                              .guest_counting = 2 };
+    VpmuFakeSource *fake;
+    VpmuOperator *op;
+    unsigned n;
+    char err[160];
+
+    ops.enable = count_enable;
+    ops.disable = count_disable;
+    live_now = live_max = 0;
+    ck_assert_int_eq(vpmu_fake_source_new(&fake), 0);
+    opts.source = fake;
+    ck_assert_int_eq(vpmu_operator_parse("instructions,cycles,branches",
+                                         ALL_NAMED, ev, 3, &n, err,
+                                         sizeof(err)), 0);
+    ck_assert_int_eq(vpmu_operator_new(&opts, ev, n, 0, &op, err,
+                                       sizeof(err)), 0);
+    ck_assert_uint_eq(live_now, 2);
+    for (uint64_t t = 1; t <= 6; t++) {
+        ck_assert(vpmu_operator_update(op, 2, t));
+        ck_assert_uint_eq(live_now, 2);
+    }
+    ck_assert(vpmu_operator_update(op, 3, 7));      /* one at a time */
+    ck_assert_uint_eq(live_now, 1);
+    ck_assert(!vpmu_operator_update(op, 4, 8));     /* none: no turns */
+    ck_assert_uint_eq(live_now, 0);
+    ck_assert_uint_eq(live_max, 2);
+    vpmu_operator_free(op);
+    vpmu_fake_source_free(fake);
 }
 END_TEST
 
@@ -320,6 +383,7 @@ static Suite *operator_suite(void)
     tc = tcase_create("count");
     tcase_add_test(tc, test_counts);
     tcase_add_test(tc, test_guest_first);
+    tcase_add_test(tc, test_yield_first);
     tcase_add_test(tc, test_guest_unchanged);
     tcase_add_test(tc, test_source_errors);
     tcase_add_test(tc, test_new_errors);

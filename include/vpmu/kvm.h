@@ -58,6 +58,7 @@
 #include <stdint.h>
 
 #include <vpmu/export.h>
+#include <vpmu/operator.h>
 #include <vpmu/pmu.h>
 
 #ifdef __cplusplus
@@ -174,6 +175,8 @@ typedef struct VpmuKvmStats {
                                        (PMIs it delivered, INT set) */
     uint64_t pmi_kvm_missed;        /* LINUX: overflows vpmu saw that KVM
                                        could no longer raise: vpmu did */
+    uint64_t operator_updates;      /* the operator's events given what
+                                       the guest leaves (kvm-operator.c) */
 } VpmuKvmStats;
 
 /* Bytes of bitmap storage vpmu_kvm_msr_filter() may need. */
@@ -292,6 +295,49 @@ VPMU_API void vpmu_kvm_state_changed(VpmuKvm *k);
  * Return: 0, or -errno of KVM_GET_MSRS.
  */
 VPMU_API int vpmu_kvm_sync(VpmuKvm *k);
+
+/*
+ * The host operator's events (operator.h) beside the guest's counters:
+ * the VMM makes them with vpmu_operator_new() and the options of
+ * vpmu_kvm_operator_opts(), on the vCPU thread, and hands them to the
+ * front end.  Their clock is CLOCK_MONOTONIC (give vpmu_operator_read()
+ * that time).
+ */
+
+/* How often the VMM gives the next turn while vpmu_kvm_operator_turns(). */
+#define VPMU_KVM_OPERATOR_TURN_NS 100000000ull
+
+/**
+ * vpmu_kvm_operator_opts() - options that put operator events on this
+ * vCPU's source, within what the guest's counters leave of the host's GP
+ * counters now: vpmu's host events and, with live RDPMC, KVM's PMCs.
+ */
+VPMU_API void vpmu_kvm_operator_opts(VpmuKvm *k, VpmuOperatorOpts *out);
+
+/**
+ * vpmu_kvm_set_operator() - count @op (NULL: none) from the next
+ * vpmu_kvm_service() on: the front end gives its events what the guest
+ * leaves whenever the guest's counting changes, before the guest's new
+ * events are enabled, and counts on them the PMU MSR accesses it serves.
+ * On the vCPU thread.
+ * Return: the previous one, which the caller frees (on this thread).
+ */
+VPMU_API VpmuOperator *vpmu_kvm_set_operator(VpmuKvm *k, VpmuOperator *op);
+
+/**
+ * vpmu_kvm_operator_turn() - the operator's events' next turn; the VMM
+ * calls it on the vCPU thread every VPMU_KVM_OPERATOR_TURN_NS while
+ * vpmu_kvm_operator_turns() (a guest that never exits would otherwise
+ * keep one set running).
+ */
+VPMU_API void vpmu_kvm_operator_turn(VpmuKvm *k);
+
+/**
+ * vpmu_kvm_operator_turns() - whether the operator's events take turns
+ * (fewer host counters left than events), as of the last service or
+ * turn.  On the vCPU thread.
+ */
+VPMU_API bool vpmu_kvm_operator_turns(const VpmuKvm *k);
 
 /** vpmu_kvm_stats() - copy the statistics into @out. */
 VPMU_API void vpmu_kvm_stats(const VpmuKvm *k, VpmuKvmStats *out);

@@ -72,6 +72,8 @@ typedef struct VpmuOperatorOpts {
     void *source;
     /* Counters the source can count at once for this vCPU; 0: no limit. */
     unsigned host_counters;
+    /* Of them, what the guest's counters take now (vpmu_operator_update()). */
+    unsigned guest_counting;
 } VpmuOperatorOpts;
 
 typedef struct VpmuOperator VpmuOperator;
@@ -80,8 +82,9 @@ typedef struct VpmuOperator VpmuOperator;
  * vpmu_operator_new() - open @n events of @ev on the source.
  * @now_ns: the caller's clock; times are counted from here.
  *
- * The events start enabled within the budget (vpmu_operator_update() with
- * no guest counter).  An event the source refuses counts nothing and
+ * The events start enabled within what the guest's counters leave
+ * (vpmu_operator_update() with opts.guest_counting), so that opening them
+ * never takes a counter from the guest.  An event the source refuses counts nothing and
  * reports the error (VpmuOperatorCount.error); the others count.
  * Return: 0, -EINVAL (bad options or events, @err says which), -ENOMEM.
  */
@@ -96,9 +99,11 @@ VPMU_API int vpmu_operator_new(const VpmuOperatorOpts *opts,
  * opts.host_counters, and when that is fewer than all of them, the next
  * ones in turn at each call.  Call it when the guest's use changes and
  * periodically (each call rotates).  Time up to @now_ns is accounted
- * under the previous choice.
+ * under the previous choice.  Events are disabled before any is enabled.
+ * Return: whether the events take turns (the caller calls again after a
+ * turn), false when all of them run or none can.
  */
-VPMU_API void vpmu_operator_update(VpmuOperator *op, unsigned guest_counting,
+VPMU_API bool vpmu_operator_update(VpmuOperator *op, unsigned guest_counting,
                                    uint64_t now_ns);
 
 /**

@@ -417,6 +417,13 @@ VPMU_API void vpmu_pmu_release_idle(VpmuPmu *pmu);
 VPMU_API int vpmu_pmu_counter_info(VpmuPmu *pmu, uint32_t id,
                                    VpmuCounterInfo *out);
 
+/**
+ * vpmu_pmu_counting() - the counters in state VPMU_COUNTER_COUNTING (the
+ * source backs them, or will at vpmu_pmu_commit()): bit i for GP counter
+ * i, bit nr_gp + i for fixed counter i.  No source access.
+ */
+VPMU_API uint64_t vpmu_pmu_counting(const VpmuPmu *pmu);
+
 /** vpmu_pmu_stats() - copy the per-vCPU statistics. */
 VPMU_API void vpmu_pmu_stats(const VpmuPmu *pmu, VpmuStats *out);
 

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 
 #include <linux/kvm.h>
 
@@ -437,6 +438,78 @@ START_TEST(snapshot_values_only)
 }
 END_TEST
 
+/* CLOCK_MONOTONIC, the operator's clock under KVM (kvm.h). */
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Operator events on a six-counter host: instructions:k, branches:u and
+ * cycles.  The guest's counters first, each taking vpmu's host event and
+ * KVM's live PMC: with one counting, 4 are left and all three run; with
+ * two, 2 are left: events 0 and 1, then (a turn) 2 and 0; with three,
+ * none.  instructions:k counts 100 events and the three PMU WRMSRs vpmu
+ * served while it ran (each exited, so the source missed it), 103;
+ * branches:u 7 in the first turn; cycles 50 in the second.
+ */
+START_TEST(operator_guest_first)
+{
+    VpmuOperatorEvent ev[3];
+    VpmuOperatorCount c[3];
+    VpmuOperatorOpts oo;
+    VpmuOperator *op;
+    VpmuKvmStats st;
+    unsigned n;
+    char err[160];
+
+    setup_host(VPMU_KVM_RDPMC_LIVE, true, 6);
+    vpmu_kvm_operator_opts(rec.k, &oo);
+    ck_assert_uint_eq(oo.host_counters, 6);
+    ck_assert_uint_eq(oo.guest_counting, 0);
+    ck_assert_int_eq(vpmu_operator_parse("instructions:k,branches:u,cycles",
+                                         ~0u, ev, 3, &n, err, sizeof(err)),
+                     0);
+    ck_assert_int_eq(vpmu_operator_new(&oo, ev, n, mono_ns(), &op, err,
+                                       sizeof(err)), 0);
+    ck_assert_ptr_null(vpmu_kvm_set_operator(rec.k, op));
+    rec.run.exit_reason = KVM_EXIT_IO;
+    ck_assert_int_eq(vpmu_kvm_service(rec.k), 0);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL_INT);
+    ck_assert(!vpmu_kvm_operator_turns(rec.k));
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(1), INSNS_ALL_INT);
+    ck_assert(vpmu_kvm_operator_turns(rec.k));
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_INSTRUCTIONS, 0, 0, 100);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_BRANCHES, 0, 3, 7);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_CYCLES, 0, 3, 50);
+    vpmu_kvm_operator_turn(rec.k);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_CYCLES, 0, 3, 50);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_BRANCHES, 0, 3, 7);
+    exit_msr(KVM_EXIT_X86_WRMSR, CTL(2), INSNS_ALL_INT);
+    ck_assert(!vpmu_kvm_operator_turns(rec.k));
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_INSTRUCTIONS, 0, 0, 1000);
+    vpmu_fake_source_run(rec.fake, VPMU_EVENT_CYCLES, 0, 3, 1000);
+    ck_assert_uint_eq(vpmu_operator_read(op, mono_ns(), c, 3), 3);
+    ck_assert_uint_eq(c[0].count, 103);
+    ck_assert_uint_eq(c[1].count, 7);
+    ck_assert_uint_eq(c[2].count, 50);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_uint_lt(c[i].running_ns, c[i].enabled_ns);
+    }
+    vpmu_kvm_stats(rec.k, &st);
+    ck_assert_uint_eq(st.operator_updates, 5);
+    /* The guest's counter 0 counted every event: its own three WRMSRs
+     * (the one that enabled it too) and 1100 instructions at CPL 0. */
+    exit_msr(KVM_EXIT_X86_RDMSR, CTR(0), 0);
+    ck_assert_uint_eq(rec.run.msr.data, 3 + 1100);
+    ck_assert_ptr_eq(vpmu_kvm_set_operator(rec.k, NULL), op);
+    vpmu_operator_free(op);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kvm-mirror");
@@ -451,6 +524,7 @@ int main(void)
     tcase_add_test(tc, live_kvm_retired_user);
     tcase_add_test(tc, live_kvm_retired_exits);
     tcase_add_test(tc, snapshot_values_only);
+    tcase_add_test(tc, operator_guest_first);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

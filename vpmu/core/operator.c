@@ -179,7 +179,7 @@ static void set_running(VpmuOperator *op, OpEvent *e, bool run)
     e->running = run;
 }
 
-void vpmu_operator_update(VpmuOperator *op, unsigned guest_counting,
+bool vpmu_operator_update(VpmuOperator *op, unsigned guest_counting,
                           uint64_t now_ns)
 {
     unsigned budget = op->n, first = 0;
@@ -196,11 +196,17 @@ void vpmu_operator_update(VpmuOperator *op, unsigned guest_counting,
             op->next = left ? (op->next + left) % op->n : op->next;
         }
     }
-    for (unsigned k = 0; k < op->n; k++) {
-        unsigned i = (first + k) % op->n;
+    /* Stop first: an event that starts never finds the counter taken. */
+    for (unsigned pass = 0; pass < 2; pass++) {
+        for (unsigned k = 0; k < op->n; k++) {
+            bool run = k < budget;
 
-        set_running(op, &op->e[i], k < budget);
+            if (run == (pass == 1)) {
+                set_running(op, &op->e[(first + k) % op->n], run);
+            }
+        }
     }
+    return budget > 0 && budget < op->n;
 }
 
 int vpmu_operator_new(const VpmuOperatorOpts *opts,
@@ -253,7 +259,7 @@ int vpmu_operator_new(const VpmuOperatorOpts *opts,
             op->e[i].h = NULL;
         }
     }
-    vpmu_operator_update(op, 0, now_ns);
+    (void)vpmu_operator_update(op, opts->guest_counting, now_ns);
     *out = op;
     return 0;
 }

@@ -459,6 +459,21 @@ int vpmu_pmu_counter_info(VpmuPmu *pmu, uint32_t id, VpmuCounterInfo *out)
     return 0;
 }
 
+uint64_t vpmu_pmu_counting(const VpmuPmu *pmu)
+{
+    uint64_t mask = 0;
+
+    for (unsigned i = 0; i < pmu->nr_gp + pmu->nr_fixed; i++) {
+        const VpmuCounter *c = i < pmu->nr_gp ? &pmu->gp[i]
+                                              : &pmu->fixed[i - pmu->nr_gp];
+
+        if (c->state == VPMU_COUNTER_COUNTING) {
+            mask |= BIT_ULL(i);
+        }
+    }
+    return mask;
+}
+
 void vpmu_pmu_stats(const VpmuPmu *pmu, VpmuStats *out)
 {
     *out = pmu->stats;

@@ -6,11 +6,13 @@
 #ifndef VPMU_KVM_PRIV_H
 #define VPMU_KVM_PRIV_H
 
+#include <limits.h>
 #include <sys/ioctl.h>
 
 #include <linux/kvm.h>
 
 #include <vpmu/kvm.h>
+#include <vpmu/operator.h>
 
 #include "vpmu-log.h"
 
@@ -86,6 +88,14 @@ struct VpmuKvm {
     bool pulled;                /* vpmu_kvm__pull() ran in this exit */
     /* With pulled: KVM's PMCs as the pull read them, or written since. */
     uint64_t kvm_pmc[MAX_MIRROR];
+    /*
+     * The host operator's events (kvm-operator.c), the host counters the
+     * guest took at their last update (UINT_MAX: update at the next
+     * service) and whether they take turns.
+     */
+    VpmuOperator *op;
+    unsigned op_guest;
+    bool op_turns;
 };
 
 /* What the KVM front end logs once per vCPU (vpmu-log.h). */
@@ -158,6 +168,10 @@ uint64_t vpmu_kvm__pmi_held(VpmuKvm *k, const VpmuCounterInfo *info,
                             uint64_t written);
 void vpmu_kvm__pmi_elsewhere(VpmuKvm *k, const VpmuCounterInfo *info,
                              const uint64_t *ctl);
+
+/* kvm-operator.c */
+uint64_t vpmu_kvm__now_ns(void);
+void vpmu_kvm__operator_service(VpmuKvm *k);
 
 /* kvm-mirror.c */
 void vpmu_kvm__mirror_if_any(VpmuKvm *k);

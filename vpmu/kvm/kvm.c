@@ -351,6 +351,10 @@ static bool exit_served(VpmuKvm *k, struct kvm_run *run, int ret,
         return false;
     }
     k->served_exit = true;
+    /* The instruction exited, so the operator's events missed it too. */
+    if (k->op) {
+        vpmu_operator_instruction_retired(k->op, 0, false);
+    }
     return true;
 }
 
@@ -532,7 +536,11 @@ int vpmu_kvm_service(VpmuKvm *k)
 
     if (k->deferred) {
         k->deferred = false;
+        /* The operator yields before the guest's new events start. */
+        vpmu_kvm__operator_service(k);
         vpmu_pmu_commit(k->pmu);
+    } else if (k->op && k->op_guest == UINT_MAX) {
+        vpmu_kvm__operator_service(k);
     }
 
     /* The guest's PMI handler reads the counters with RDPMC. */
