@@ -12,6 +12,8 @@
  * its programmed period (FakeFd.attr.sample_period) since it was armed.
  * Every count below is derived from the runs the test makes.
  */
+#include <vpmu/operator.h>
+
 #include "perf-env.h"
 
 #define CYC     PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES
@@ -268,12 +270,66 @@ START_TEST(test_one_read_per_exit)
 }
 END_TEST
 
+/*
+ * The host operator's events are toggled for real (they stop to free the
+ * host counter), and one that starts first makes the guest's events that
+ * are off only for the guest give their counter back.
+ */
+START_TEST(test_operator_hard)
+{
+    VpmuPerfSourceOpts o = SIG;
+    const VpmuSourceOps *ops = vpmu_perf_source_ops();
+    VpmuSourceAttr a = {
+        .event = VPMU_EVENT_CYCLES, .count_user = true, .count_kernel = true,
+        .count_host = true, .count_guest = true, .sample_period = 1ull << 62,
+        .counter_id = VPMU_OPERATOR_COUNTER_ID(0),
+    };
+    VpmuSourceHandle *h;
+    FakeFd *g, *op;
+
+    env_up(HOST_HW, &o);
+    wr(GLOBAL_CTRL, 1);
+    wr(EVTSEL(0), EV_CYCLES | EOU);
+    g = fake_sys_last(&env.fs);
+    wr(EVTSEL(0), EV_CYCLES | USR | OS);        /* off for the guest */
+    ck_assert(g->enabled);                      /* soft: the host runs on */
+    ck_assert_int_eq(ops->open(env.src, &a, &h), 0);
+    op = fake_sys_last(&env.fs);
+    ck_assert_int_eq(ops->enable(env.src, h), 0);
+    ck_assert(op->enabled && !g->enabled);
+    ck_assert_uint_eq(g->disables, 1);
+    ck_assert_uint_eq(perf_stats().soft_releases, 1);
+    run(40);
+    ck_assert_int_eq(ops->disable(env.src, h), 0);
+    ck_assert(!op->enabled);
+    ck_assert_uint_eq(op->disables, 1);
+    run(60);                                    /* counted by no one */
+    ck_assert_int_eq(ops->enable(env.src, h), 0);
+    run(2);
+    ck_assert_uint_eq(op->enables, 2);
+    {
+        uint64_t v;
+
+        ck_assert_int_eq(ops->read(env.src, h, &v), 0);
+        ck_assert_uint_eq(v, 42);               /* 40 + 2, not the 60 */
+    }
+    /* The guest's counter back on: its host event, enabled again. */
+    wr(EVTSEL(0), EV_CYCLES | EOU);
+    ck_assert(g->enabled);
+    run(5);
+    ck_assert_uint_eq(rd(A_PMC(0)), 5);
+    ops->close(env.src, h);
+    env_down();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf-soft");
     TCase *tc = tcase_create("soft-toggle");
 
     tcase_add_test(tc, test_toggle_exact);
+    tcase_add_test(tc, test_operator_hard);
     tcase_add_test(tc, test_skew_rearm);
     tcase_add_test(tc, test_pmi_handler);
     tcase_add_test(tc, test_tick_release);

@@ -55,6 +55,10 @@ int vpmu_perf_host_toggle(VpmuPerfSource *src, VpmuSourceHandle *h, bool on)
  * event running and only stops crediting it: reads while off discard
  * what it counts.  The host's countdown then runs ahead of the guest
  * period (skewed): it may signal early, and rearm() sets it right.
+ *
+ * The host operator's events (operator.h) are toggled for real: they stop
+ * to give the guest's events the host counter, which a host event left
+ * running would keep.
  */
 int vpmu_perf_disable(void *opaque, VpmuSourceHandle *h)
 {
@@ -67,8 +71,25 @@ int vpmu_perf_disable(void *opaque, VpmuSourceHandle *h)
     }
     h->enabled = false;
     h->off_tick = src->ticks;
+    if (h->op) {
+        return h->hw_on ? vpmu_perf_host_toggle(src, h, false) : 0;
+    }
     src->soft_off += h->hw_on;
     return 0;
+}
+
+/*
+ * An operator event starts only on a counter the guest's events left
+ * (operator.c's budget counts the guest's counters that count): the
+ * guest's events that are off only for the guest give theirs back first.
+ */
+static void release_soft_off(VpmuPerfSource *src)
+{
+    for (VpmuSourceHandle *g = src->active; g && src->soft_off; g = g->next) {
+        if (!g->enabled && g->hw_on) {
+            vpmu_perf_soft_release(src, g);
+        }
+    }
 }
 
 /* Back on: what the host counted while off is dropped by the read. */
@@ -85,6 +106,9 @@ int vpmu_perf_enable(void *opaque, VpmuSourceHandle *h)
         src->soft_off--;
         src->stats.soft_enables++;
     } else {
+        if (h->op) {
+            release_soft_off(src);
+        }
         r = vpmu_perf_host_toggle(src, h, true);
         if (r < 0) {
             return r;
