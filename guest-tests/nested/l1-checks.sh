@@ -111,6 +111,88 @@ check_qmp() {
         has "$st" '"status": "running"'
 }
 
+# --- the host operator's events (operator-kvm.sh, QEMU 0028) ----------------------
+# opget FILE EVENT FIELD: FIELD (count, enabled-ns, running-ns) of operator
+# event EVENT in a query-vpmu reply (one vCPU; an operator event is an
+# object with no object inside).
+opget() {
+    tr '}' '{' <"$1" | tr '{' '\n' | grep "\"event\": \"$2\"" | head -n1 |
+        sed -n "s/.*\"$3\": *\([0-9][0-9]*\).*/\1/p"
+}
+# opd TAG EVENT FIELD: what FIELD grew by over window TAG (TAG-0 to TAG-1).
+opd() {
+    _a=$(opget "/tmp/$cfg.q.op-$1-0.json" "$2" "$3")
+    _b=$(opget "/tmp/$cfg.q.op-$1-1.json" "$2" "$3")
+    [ -n "$_a" ] && [ -n "$_b" ] && echo $((_b - _a))
+}
+# inrange LO X HI: LO <= X <= HI (awk: the bounds may be fractions).
+inrange() { awk -v l="$1" -v x="$2" -v h="$3" 'BEGIN { exit !(x != "" && l <= x + 0 && x + 0 <= h) }'; }
+# same_pos A B: A = B > 0.
+same_pos() { [ "${1:-0}" -gt 0 ] && [ "$1" = "$2" ]; }
+# no_operator FILE: a query-vpmu reply without operator events.
+no_operator() { [ -s "$1" ] && ! grep -q operator-events "$1"; }
+
+# check_operator: the operator's events against the guest's own perf stat
+# -a, which counts every user instruction and branch of L2's one vCPU over
+# a window that holds the operator's (operator-kvm.sh).  The operator
+# counts the same vCPU in guest mode at the same CPL, minus what L1's KVM
+# retires itself (none of it here at CPL 3), so over its window a count is
+# at most perf stat's P and at least the loop's own, 2N+4 and N+1.
+#   whole: 2 events on the 2 counters left (L1's 6 less 2 for vpmu's
+#     events and 2 for KVM's live PMCs): they run all the time enabled.
+#   turns: 4 events on those 2, 2 at a time, each every other turn of
+#     about T = 100 ms (VPMU_KVM_OPERATOR_TURN_NS): their running times
+#     add up to exactly twice the time enabled, each runs less than it.
+#     Scaled (count * enabled / running), a square wave of period 2T
+#     misses or adds at most T/2 of the loop's W ms at each end, and as
+#     much of the window: within a factor 1 +- 2T/W of the truth, which
+#     lies in [2N+4, P].  The bound allows turns of twice T (a kick that
+#     comes one timer period late): 1 +- 4T/W.
+check_operator() {
+    for f in "/tmp/$cfg".op-start.*.json; do
+        tcheck "$cfg: vpmu-operator-start accepted ($(cut -c1-120 "$f"))" \
+            grep -q '"return"' "$f"
+    done
+    for e in instructions:u:200000004 branches:u:100000001; do
+        ev=${e%:*} lo=${e##*:}
+        d=$(opd whole "$ev" count)
+        p=$(l2diag "$cfg" "operator: whole: perf stat -a $ev=")
+        tcheck "$cfg: operator $ev over loop_100M: loop's $lo <= $d <= perf stat -a's ${p:-none}" \
+            inrange "$lo" "$d" "${p:-0}"
+        de=$(opd whole "$ev" enabled-ns) dr=$(opd whole "$ev" running-ns)
+        tcheck "$cfg: operator $ev ran all the time it was enabled ($dr of $de ns)" \
+            same_pos "$de" "$dr"
+    done
+    w=$(l2diag "$cfg" "operator: turns: loop_1000M ms=")
+    de=$(opd turns instructions:u enabled-ns) sum=0 each=0
+    for ev in instructions:u branches:u instructions:k branches:k; do
+        dr=$(opd turns "$ev" running-ns)
+        e2=$(opd turns "$ev" enabled-ns)
+        echo "# $cfg: operator $ev over loop_1000M: count +$(opd turns "$ev" count), running $dr of $e2 ns"
+        sum=$((sum + ${dr:-0}))
+        [ "$e2" = "$de" ] && [ "${dr:-0}" -gt 0 ] && [ "$dr" -lt "$e2" ] && each=$((each + 1))
+    done
+    tcheck "$cfg: 4 operator events on 2 counters: each ran part of the time ($each of 4)" \
+        [ "$each" = 4 ]
+    tcheck "$cfg: their running times add up to twice the time enabled ($sum = 2 * ${de:-none})" \
+        same_pos $((2 * ${de:-0})) "$sum"
+    for e in instructions:u:2000000004 branches:u:1000000001; do
+        ev=${e%:*} lo=${e##*:}
+        d=$(opd turns "$ev" count) dr=$(opd turns "$ev" running-ns)
+        p=$(l2diag "$cfg" "operator: turns: perf stat -a $ev=")
+        sc=$(awk -v d="${d:-0}" -v e="${de:-0}" -v r="${dr:-1}" 'BEGIN { printf "%.0f", d * e / r }')
+        b=$(awk -v w="${w:-1}" 'BEGIN { printf "%.4f", 4 * 100 / w }')
+        tcheck "$cfg: operator $ev raw over loop_1000M: $d <= perf stat -a's ${p:-none}" \
+            inrange 0 "$d" "${p:-0}"
+        tcheck "$cfg: operator $ev scaled ($sc) in [loop's $lo, perf stat -a's ${p:-none}] widened by 4T/W = $b (W = ${w:-none} ms)" \
+            inrange "$(awk -v l="$lo" -v b="$b" 'BEGIN { printf "%.0f", l * (1 - b) }')" "$sc" \
+                "$(awk -v p="${p:-0}" -v b="$b" 'BEGIN { printf "%.0f", p * (1 + b) }')"
+    done
+    tcheck "$cfg: vpmu-operator-stop accepted" grep -qs '"return"' "/tmp/$cfg.op-stop.json"
+    tcheck "$cfg: after the stop query-vpmu has no operator events" \
+        no_operator "/tmp/$cfg.q.op-stopped.json"
+}
+
 # check_migration: migrate-kvm.sh asked for a live migration while it ran
 # perf stat -e instructions:u,branches:u of until, which loops until L1's
 # answer; L2 itself checks the exact counts on the destination.  Here: the migration
