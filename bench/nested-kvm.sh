@@ -43,7 +43,9 @@
 #               mediated vPMU)
 #   RUNS        L1's configurations, in order (default off,emulated,vpmu,mediated,off:
 #               the pmu=off baseline before and after, its runs pooled;
-#               also vpmusnap: -accel kvm,vpmu=on,vpmu-rdpmc=snapshot,
+#               also vpmuop: vpmu with the operator's instructions,
+#               cycles and branches counting (vpmu-operator-start),
+#               vpmusnap: -accel kvm,vpmu=on,vpmu-rdpmc=snapshot,
 #               vpmustrict and vpmulinux: vpmu-sync=strict / linux)
 #   REPS        bench-work runs per mode and configuration (default 5)
 #   ROUNDS      bench-work's argument (default 20)
@@ -147,6 +149,9 @@ summary() {
         # vpmusnap (vpmu-rdpmc=snapshot) gets a column when it ran.
         for (k in msr) { split(k, kk, SUBSEP); if (kk[1] == "vpmusnap") snap = 1 }
         if (snap || seen["vpmusnap"]) { col[4] = "vpmusnap"; ncol = 4 }
+        # vpmuop (operator events counting beside vpmu) likewise.
+        for (k in work) { split(k, kk, SUBSEP); if (kk[1] == "vpmuop") op = 1 }
+        if (op) col[++ncol] = "vpmuop"
         if (na["mediated"] == "" && !seen["mediated"] && mna != "") na["mediated"] = mna
         for (i = 1; i <= nl1; i++) print "L1: " l1[i]
         print "L1 exit: " (l1exit == "" ? "none (timed out or crashed)" : l1exit)
@@ -212,6 +217,12 @@ summary() {
         for (m = 1; m <= 2; m++) {
             e = val["emulated", "w_" ws[m]]; v = val["vpmu", "w_" ws[m]]
             if (e > 0 && v > 0 && off > 0) printf "target %s overhead: vpmu %.3f vs emulated %.3f (ratio to pmu=off): %s\n", ws[m], v * 1e9 / off, e * 1e9 / off, v <= e ? "met" : "MISSED"
+        }
+        # The operator: vpmuop against vpmu, median over median, each mode.
+        split("plain stat record", ws, " ")
+        for (m = 1; m <= 3; m++) {
+            v = val["vpmu", "w_" ws[m]]; o = val["vpmuop", "w_" ws[m]]
+            if (v > 0 && o > 0) printf "target operator %s: vpmuop/vpmu = %.3f (<= 1.01): %s\n", ws[m], o / v, o / v <= 1.01 ? "met" : "MISSED"
         }
     }' "$1"
 }
