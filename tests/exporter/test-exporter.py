@@ -214,7 +214,17 @@ OP_REPLY = {"return": [
         {"event": "cycles", "count": 0, "enabled-ns": 2000000000,
          "running-ns": 0, "error": "No such file or directory"}]})]}
 DENY = {"error": {"class": "GenericError", "desc": "operator metrics are "
-                  "denied by this VM's policy (pmu-operator=off)"}}
+                  "denied by this VM's policy (vpmu-helper: operator = no)"}}
+# med after vpmu-operator-start: KVM's mediated vPMU, perf refuses them
+MED_OP = {"return": [
+    vcpu(0, [counter(0, "off")], **{
+        "kvm": {"sync": "auto"}, "source-host-mode": "mediated",
+        "source-host-reason": "kvm_amd enable_mediated_pmu=Y",
+        "operator-events": [
+            {"event": "instructions:u", "count": 0, "enabled-ns": 1000000000,
+             "running-ns": 0, "error": "Operation not supported"},
+            {"event": "cycles", "count": 0, "enabled-ns": 1000000000,
+             "running-ns": 0, "error": "Operation not supported"}]})]}
 OP_WANT = [
     f'vpmu_guest_instructions_total{{{L_A0},cpl="user"}} 2000004',
     f'vpmu_guest_cycles_total{{{L_A0},cpl="all"}} 6500000',
@@ -223,9 +233,13 @@ OP_WANT = [
     f'vpmu_guest_event_running_seconds_total{{{L_A0},event="cycles"}} 0.5',
     f'vpmu_guest_event_enabled_seconds_total{{{L_A0},event="cycles"}} 2',
     f'vpmu_guest_event_running_seconds_total{{{L_A1},event="cycles"}} 0',
+    f'vpmu_guest_event_up{{{L_A0},event="cycles"}} 1',
+    f'vpmu_guest_event_up{{{L_A1},event="cycles"}} 0',
     f'vpmu_operator_consent{{domain="tcg1",uuid="{UA}"}} 1',
     f'vpmu_operator_consent{{domain="kvm1",uuid="{UB}"}} 0',
-    f'vpmu_operator_consent{{domain="med",uuid="{UC}"}} 0',
+    f'vpmu_operator_consent{{domain="med",uuid="{UC}"}} 1',
+    f'vpmu_guest_event_up{{{L_C0},event="instructions:u"}} 0',
+    f'vpmu_guest_event_up{{{L_C0},event="cycles"}} 0',
 ]
 
 
@@ -240,10 +254,8 @@ def test_operator(d, env):
         json.dump(OP_REPLY, f)
     with open(os.path.join(d, "kvm1.start"), "w") as f:
         json.dump(DENY, f)
-    with open(os.path.join(d, "med.start"), "w") as f:
-        json.dump({"error": {"class": "GenericError", "desc":
-                             "operator events are counted under TCG "
-                             "only, for now"}}, f)
+    with open(os.path.join(d, "med.reply-op"), "w") as f:
+        json.dump(MED_OP, f)
     # flaky: the start succeeds, its query-vpmu then answers nonsense: the
     # domain is down for the scrape, not a refusal
     with open(os.path.join(d, "list"), "a") as f:
@@ -280,15 +292,14 @@ def test_operator(d, env):
        "started once per domain over two scrapes, with the events and "
        "who asks (refusals are not asked again)", "\n".join(starts))
     ok("kvm1: operator events 'instructions:u,cycles': vpmu-operator-start: "
-       "operator metrics are denied by this VM's policy (pmu-operator=off)"
-       in err and "med: operator events 'instructions:u,cycles': "
-       "vpmu-operator-start: operator events are counted under TCG only" in err
-       and err.count(": operator events '") == 2,
-       "one stderr line per refusal, with QEMU's reason", err)
+       "operator metrics are denied by this VM's policy (vpmu-helper: "
+       "operator = no)" in err and err.count(": operator events '") == 1,
+       "one stderr line for the refusal, with QEMU's reason; a mediated "
+       "host's events start, refused by perf each (vpmu_guest_event_up 0)",
+       err)
     ok(second is not None and second[2] == first[2],
        "the second scrape renders the same", "")
-    for f in ("kvm1.start", "med.start"):
-        os.unlink(os.path.join(d, f))
+    os.unlink(os.path.join(d, "kvm1.start"))
 
 
 def test_promtool(text):
