@@ -75,4 +75,14 @@ VpmuCounterState state_of(uint32_t id);
 VpmuPerfStats perf_stats(void);
 VpmuStats pmu_stats(void);
 
+/* A host operator's cycles, both CPLs, as operator.c opens it. */
+static inline VpmuSourceAttr operator_cycles(void)
+{
+    return (VpmuSourceAttr){
+        .event = VPMU_EVENT_CYCLES, .count_user = true, .count_kernel = true,
+        .count_host = true, .count_guest = true, .sample_period = 1ull << 62,
+        .counter_id = VPMU_OPERATOR_COUNTER_ID(0),
+    };
+}
+
 #endif

@@ -12,8 +12,6 @@
  * counters (a6da0d77e98e); the target here is 99% for both.  The number
  * of perf_event_open calls is derived by hand and asserted exactly.
  */
-#include <vpmu/operator.h>
-
 #include "perf-env.h"
 
 #define HW_PROBES       7
@@ -168,11 +166,7 @@ END_TEST
 START_TEST(test_operator_never_parked)
 {
     const VpmuSourceOps *ops = vpmu_perf_source_ops();
-    VpmuSourceAttr a = {
-        .event = VPMU_EVENT_CYCLES, .count_user = true, .count_kernel = true,
-        .count_host = true, .count_guest = true, .sample_period = 1ull << 62,
-        .counter_id = VPMU_OPERATOR_COUNTER_ID(0),
-    };
+    VpmuSourceAttr a = operator_cycles();
     VpmuSourceHandle *h;
     FakeFd *fd;
 

@@ -12,8 +12,6 @@
  * its programmed period (FakeFd.attr.sample_period) since it was armed.
  * Every count below is derived from the runs the test makes.
  */
-#include <vpmu/operator.h>
-
 #include "perf-env.h"
 
 #define CYC     PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES
@@ -279,11 +277,7 @@ START_TEST(test_operator_hard)
 {
     VpmuPerfSourceOpts o = SIG;
     const VpmuSourceOps *ops = vpmu_perf_source_ops();
-    VpmuSourceAttr a = {
-        .event = VPMU_EVENT_CYCLES, .count_user = true, .count_kernel = true,
-        .count_host = true, .count_guest = true, .sample_period = 1ull << 62,
-        .counter_id = VPMU_OPERATOR_COUNTER_ID(0),
-    };
+    VpmuSourceAttr a = operator_cycles();
     VpmuSourceHandle *h;
     FakeFd *g, *op;
 
