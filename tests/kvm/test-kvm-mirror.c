@@ -501,6 +501,12 @@ START_TEST(operator_guest_first)
     }
     vpmu_kvm_stats(rec.k, &st);
     ck_assert_uint_eq(st.operator_updates, 5);
+    /* A state change outside an exit (migration): the next service. */
+    vpmu_kvm_state_changed(rec.k);
+    rec.run.exit_reason = KVM_EXIT_IO;
+    ck_assert_int_eq(vpmu_kvm_service(rec.k), 0);
+    vpmu_kvm_stats(rec.k, &st);
+    ck_assert_uint_eq(st.operator_updates, 6);
     /* The guest's counter 0 counted every event: its own three WRMSRs
      * (the one that enabled it too) and 1100 instructions at CPL 0. */
     exit_msr(KVM_EXIT_X86_RDMSR, CTR(0), 0);

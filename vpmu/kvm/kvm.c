@@ -528,6 +528,8 @@ void vpmu_kvm_state_changed(VpmuKvm *k)
     k->kvm_base_valid = 0;
     k->kvm_status_valid = false;
     k->pulled = false;
+    /* The guest's counting may have changed: the operator's too, then. */
+    k->op_guest = UINT_MAX;
 }
 
 int vpmu_kvm_service(VpmuKvm *k)
