@@ -116,7 +116,7 @@ check_qmp() {
 # event EVENT in a query-vpmu reply (one vCPU; an operator event is an
 # object with no object inside).
 opget() {
-    tr '}' '{' <"$1" | tr '{' '\n' | grep "\"event\": \"$2\"" | head -n1 |
+    tr '}' '{' <"$1" | tr '{' '\n' | grep "\"event\": *\"$2\"" | head -n1 |
         sed -n "s/.*\"$3\": *\([0-9][0-9]*\).*/\1/p"
 }
 # opd TAG EVENT FIELD: what FIELD grew by over window TAG (TAG-0 to TAG-1).

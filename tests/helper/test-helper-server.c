@@ -367,6 +367,11 @@ START_TEST(test_operator_allowed)
     req.attr.exclude_host = 0;
     refused(&req, sizeof(req), -EPERM, "exclude_host is required (the "
             "event would count the host too)");
+    req = open_req(getpid());
+    req.flags = VPMU_HELPER_OPEN_OPERATOR;
+    req.attr.pinned = 1;
+    refused(&req, sizeof(req), -EPERM, "operator events are never pinned "
+            "(the guest's events come first)");
 }
 END_TEST
 

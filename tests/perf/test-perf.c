@@ -387,6 +387,23 @@ START_TEST(test_pinned_failure)
 }
 END_TEST
 
+/* Pinned guest events, and the host operator's never: the guest's win. */
+START_TEST(test_operator_not_pinned)
+{
+    VpmuPerfSourceOpts o = { .pinned = true };
+    VpmuSourceAttr a = operator_cycles();
+    VpmuSourceHandle *h;
+
+    env_up(true, &o);
+    wr(EVTSEL(0), EV_CYCLES | EOU);
+    ck_assert(fake_sys_last(&env.fs)->attr.pinned);
+    ck_assert_int_eq(vpmu_perf_source_ops()->open(env.src, &a, &h), 0);
+    ck_assert(!fake_sys_last(&env.fs)->attr.pinned);
+    vpmu_perf_source_ops()->close(env.src, h);
+    env_down();
+}
+END_TEST
+
 START_TEST(test_reuse_and_idle_release)
 {
     VpmuPerfSourceOpts o = { .idle_passes = 2 };
@@ -532,6 +549,7 @@ static Suite *perf_suite(void)
     tcase_add_test(tc, test_multiplex_raw);
     tcase_add_test(tc, test_multiplex_scaled);
     tcase_add_test(tc, test_pinned_failure);
+    tcase_add_test(tc, test_operator_not_pinned);
     tcase_add_test(tc, test_reuse_and_idle_release);
     tcase_add_test(tc, test_no_reuse_option);
     tcase_add_loop_test(tc, test_failures, 0,

@@ -228,7 +228,11 @@ static int check_policy(HelperConn *c, const HelperServerOpts *o,
         return refuse(c, o, &req->hdr, -EPERM, "exclude_host is required "
                       "(the event would count the host too)");
     }
-    if (ev->pinned != p->pinned) {
+    if (op && ev->pinned) {
+        return refuse(c, o, &req->hdr, -EPERM, "operator events are never "
+                      "pinned (the guest's events come first)");
+    }
+    if (!op && ev->pinned != p->pinned) {
         return refuse(c, o, &req->hdr, -EPERM, "the policy of VM '%s' "
                       "wants %s events", c->vm,
                       p->pinned ? "pinned" : "multiplexed (not pinned)");

@@ -238,7 +238,13 @@ int vpmu_perf_build_attr(const VpmuPerfSource *src, const VpmuSourceAttr *a,
     }
     out->size = sizeof(*out);
     out->disabled = 1;
-    out->pinned = src->opts.pinned;
+    /*
+     * The host operator's events are never pinned: where the guest's
+     * are, the host's scheduler then gives the guest's the counters
+     * first whatever else counts on the host.
+     */
+    out->pinned = src->opts.pinned &&
+                  a->counter_id < VPMU_OPERATOR_COUNTER_ID(0);
     out->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
                        PERF_FORMAT_TOTAL_TIME_RUNNING;
     out->sample_period = vpmu_perf_host_period(src, src->clock_only,
