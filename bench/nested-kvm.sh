@@ -55,9 +55,16 @@
 #   TIMEOUT     L1's limit in seconds (default 3600); L2TIMEOUT each L2's (900)
 #   L1CPU       L1's -cpu (default EPYC-v3,pmu=on,+svm)
 #   WHAT        which L2 boots per configuration: linux,msr (default both;
+#               plain: linux with only "true" and plain bench-work, the
+#               guest not using its PMU: e.g. RUNS=off,vpmu,vpmuop,vpmuop,
+#               vpmu WHAT=plain REPS=9 for the operator's events' cost;
 #               msr alone takes a few minutes); count: the counting phases
 #               (exits, host calls and time per PMI and per tick,
 #               bench/nested-kvm-count.py)
+#   OPEVENTS    vpmuop's operator events (default instructions,cycles,
+#               branches; "cycles" alone is what L1's TCG counts by time,
+#               with no charge on translated blocks: the KVM path's own
+#               cost without the rig's emulation of L1's counting)
 #   PROFILE     configurations whose L2 boots L1 profiles with
 #               perf record -a -g (default none; "# profile CFG| " lines)
 # Every L1 boot holds /tmp/vpmu-l1.lock (flock): one L1 at a time.
@@ -80,6 +87,7 @@ L2LIMIT=${L2TIMEOUT:-900}
 L1CPU=${L1CPU:-EPYC-v3,pmu=on,+svm}
 WHAT=${WHAT:-linux,msr}
 PROFILE=${PROFILE:-}
+OPEVENTS=${OPEVENTS:-instructions,cycles,branches}
 cache=${VPMU_CACHE:-$HOME/.cache/vpmu}
 
 log() { echo "nested-kvm: $*" >&2; }
@@ -307,7 +315,7 @@ kernel=$OUT/l1/vmlinux
 append="console=ttyS0 panic=-1 quiet nmi_watchdog=0 nk.runs=$RUNS nk.timeout=$L2LIMIT"
 append+=" nk.l2=nk.reps=$REPS:nk.rounds=$ROUNDS:nk.startup=$STARTUP"
 [[ -n $RECORDS ]] && append+=":nk.records=$RECORDS"
-append+=" nk.what=$WHAT nk.profile=$PROFILE"
+append+=" nk.what=$WHAT nk.profile=$PROFILE nk.opevents=$OPEVENTS"
 cmd=("$QEMU" -L /usr/share/qemu -L /usr/share/seabios -accel tcg -cpu "$L1CPU" -m 3072
      -nographic -no-reboot -net none
      -kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" -append "$append")
