@@ -266,6 +266,7 @@ START_TEST(test_yield_first)
     ck_assert_int_eq(vpmu_operator_new(&opts, ev, n, 0, &op, err,
                                        sizeof(err)), 0);
     ck_assert_uint_eq(live_now, 2);
+    ck_assert_uint_eq(vpmu_operator_running(op), 2);
     for (uint64_t t = 1; t <= 6; t++) {
         ck_assert(vpmu_operator_update(op, 2, t));
         ck_assert_uint_eq(live_now, 2);

@@ -310,7 +310,9 @@ VPMU_API int vpmu_kvm_sync(VpmuKvm *k);
 /**
  * vpmu_kvm_operator_opts() - options that put operator events on this
  * vCPU's source, within what the guest's counters leave of the host's GP
- * counters now: vpmu's host events and, with live RDPMC, KVM's PMCs.
+ * counters now (vpmu's host events and, with live RDPMC, KVM's PMCs) and
+ * the operator's set in force, if any, leaves of that: a set that
+ * replaces it gets the rest at the next service after the swap.
  */
 VPMU_API void vpmu_kvm_operator_opts(VpmuKvm *k, VpmuOperatorOpts *out);
 

@@ -31,10 +31,11 @@ extern "C" {
 #define VPMU_OPERATOR_MAX_EVENTS 8
 
 /*
- * The operator's counter ids (VpmuSourceAttr.counter_id): above every
- * guest counter's (VPMU_COUNTER_GP/FIXED_ID), one per event.
+ * The operator's counter ids (VpmuSourceAttr.counter_id), one per event:
+ * bit 31, above every guest counter's (VPMU_COUNTER_GP(i) is i,
+ * VPMU_COUNTER_FIXED_ID(i) bit 30 | i), which a source may tell them by.
  */
-#define VPMU_OPERATOR_COUNTER_ID(i) (0x40000000u + (i))
+#define VPMU_OPERATOR_COUNTER_ID(i) (0x80000000u + (i))
 
 typedef struct VpmuOperatorEvent {
     VpmuArchEvent event;        /* a named event, never VPMU_EVENT_RAW */
@@ -131,6 +132,12 @@ typedef struct VpmuOperatorCount {
  */
 VPMU_API unsigned vpmu_operator_read(VpmuOperator *op, uint64_t now_ns,
                                      VpmuOperatorCount *out, unsigned max);
+
+/**
+ * vpmu_operator_running() - how many of @op's events count now, each on
+ * a host counter of its own.
+ */
+VPMU_API unsigned vpmu_operator_running(const VpmuOperator *op);
 
 /* Close every event.  NULL is a no-op. */
 VPMU_API void vpmu_operator_free(VpmuOperator *op);

@@ -478,6 +478,9 @@ START_TEST(operator_guest_first)
     ck_assert_ptr_null(vpmu_kvm_set_operator(rec.k, op));
     rec.run.exit_reason = KVM_EXIT_IO;
     ck_assert_int_eq(vpmu_kvm_service(rec.k), 0);
+    /* A set to replace it starts within what this one leaves: 3 of 6. */
+    vpmu_kvm_operator_opts(rec.k, &oo);
+    ck_assert_uint_eq(oo.guest_counting, 3);
     exit_msr(KVM_EXIT_X86_WRMSR, CTL(0), INSNS_ALL_INT);
     ck_assert(!vpmu_kvm_operator_turns(rec.k));
     exit_msr(KVM_EXIT_X86_WRMSR, CTL(1), INSNS_ALL_INT);

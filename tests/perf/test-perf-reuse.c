@@ -168,6 +168,7 @@ START_TEST(test_operator_never_parked)
     const VpmuSourceOps *ops = vpmu_perf_source_ops();
     VpmuSourceAttr a = operator_cycles();
     VpmuSourceHandle *h;
+    uint64_t reuses;
     FakeFd *fd;
 
     up();
@@ -185,12 +186,20 @@ START_TEST(test_operator_never_parked)
     ops->close(env.src, h);
     ck_assert(!fd->open);
     ck_assert_uint_eq(perf_stats().parked, 1);
+    /* A guest's fixed counter is no operator's (its id has bit 30). */
+    wr(GLOBAL_CTRL, GLOBAL_ALL);
+    wr(FIXED_CTR_CTRL, 0x3);
+    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 4);
+    ck_assert_uint_eq(fake_sys_last(&env.fs)->open_flags,
+                      PERF_FLAG_FD_CLOEXEC);
+    wr(FIXED_CTR_CTRL, 0);
     /* The guest's next cycles takes its own parked event back. */
+    reuses = perf_stats().reuses;
     wr(EVTSEL(0), EV_CYCLES | EOU);
-    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 3);
+    ck_assert_uint_eq(env.fs.open_calls, HW_PROBES + 4);
     ck_assert_uint_eq(env.fs.fds[HW_PROBES].open_flags, PERF_FLAG_FD_CLOEXEC);
     ck_assert(env.fs.fds[HW_PROBES].enabled);
-    ck_assert_uint_eq(perf_stats().reuses, 1);
+    ck_assert_uint_eq(perf_stats().reuses, reuses + 1);
     env_down();
 }
 END_TEST

@@ -23,6 +23,11 @@
  */
 #define OPERATOR_PERIOD (1ull << 62)
 
+/* The perf source tells an operator's event by its id. */
+_Static_assert(VPMU_OPERATOR_COUNTER_ID(0) >
+               VPMU_COUNTER_FIXED_ID(VPMU_INTEL_V5_MAX_FIXED),
+               "operator counter ids are above every guest counter's");
+
 typedef struct OpEvent {
     VpmuOperatorEvent ev;
     VpmuSourceHandle *h;        /* NULL: the source refused it (error) */
@@ -290,6 +295,16 @@ unsigned vpmu_operator_read(VpmuOperator *op, uint64_t now_ns,
         out[i].error = op->e[i].error;
     }
     return op->n;
+}
+
+unsigned vpmu_operator_running(const VpmuOperator *op)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < op->n; i++) {
+        n += op->e[i].running;
+    }
+    return n;
 }
 
 void vpmu_operator_free(VpmuOperator *op)

@@ -49,13 +49,19 @@ static unsigned guest_host_counters(const VpmuKvm *k)
     return gp + live;
 }
 
+/*
+ * A new set is opened while the one it replaces still counts: it starts
+ * within what that one leaves too, and the service after the swap gives
+ * it the rest.
+ */
 void vpmu_kvm_operator_opts(VpmuKvm *k, VpmuOperatorOpts *out)
 {
     *out = (VpmuOperatorOpts){
         .source_ops = k->opts.source_ops,
         .source = k->opts.source,
         .host_counters = k->stats.host_counters,
-        .guest_counting = guest_host_counters(k),
+        .guest_counting = guest_host_counters(k) +
+                          (k->op ? vpmu_operator_running(k->op) : 0),
     };
 }
 
