@@ -72,8 +72,7 @@ static unsigned apply_budget(const VpmuKvm *k, const VpmuCounterInfo *info,
     for (unsigned i = 0; i < k->cfg.nr_gp; i++) {
         counting += info[i].state == VPMU_COUNTER_COUNTING;
     }
-    budget = k->stats.host_counters > counting
-             ? k->stats.host_counters - counting : 0;
+    budget = vpmu_kvm__spare(k, counting);
     for (unsigned i = 0; i < k->cfg.nr_gp; i++) {
         if (!ctl[i]) {
             continue;

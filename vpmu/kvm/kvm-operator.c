@@ -25,7 +25,7 @@
 
 #include "kvm-priv.h"
 
-uint64_t vpmu_kvm__now_ns(void)
+static uint64_t now_ns(void)
 {
     struct timespec ts;
 
@@ -39,10 +39,11 @@ static unsigned guest_host_counters(const VpmuKvm *k)
     uint64_t gp_mask = (1ull << k->cfg.nr_gp) - 1;
     unsigned gp = (unsigned)__builtin_popcountll(vpmu_pmu_counting(k->pmu) &
                                                  gp_mask);
-    unsigned host = k->stats.host_counters, live = 0;
+    unsigned live = 0;
 
+    /* As apply_budget(): KVM's PMCs of counting counters, as spare. */
     if (k->stats.kvm_pmu && k->opts.rdpmc == VPMU_KVM_RDPMC_LIVE) {
-        unsigned spare = host > gp ? host - gp : 0;
+        unsigned spare = vpmu_kvm__spare(k, gp);
 
         live = gp < spare ? gp : spare;
     }
@@ -79,7 +80,7 @@ VpmuOperator *vpmu_kvm_set_operator(VpmuKvm *k, VpmuOperator *op)
 static void operator_update(VpmuKvm *k, unsigned guest)
 {
     k->op_guest = guest;
-    k->op_turns = vpmu_operator_update(k->op, guest, vpmu_kvm__now_ns());
+    k->op_turns = vpmu_operator_update(k->op, guest, now_ns());
     k->stats.operator_updates++;
 }
 

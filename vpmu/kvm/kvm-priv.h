@@ -169,8 +169,18 @@ uint64_t vpmu_kvm__pmi_held(VpmuKvm *k, const VpmuCounterInfo *info,
 void vpmu_kvm__pmi_elsewhere(VpmuKvm *k, const VpmuCounterInfo *info,
                              const uint64_t *ctl);
 
+/*
+ * Host GP counters left for KVM's live PMCs (and then the operator's
+ * events) when @counting guest GP counters have vpmu's host events: both
+ * kvm-mirror.c's budget and kvm-operator.c's go by it.
+ */
+static inline unsigned vpmu_kvm__spare(const VpmuKvm *k, unsigned counting)
+{
+    return k->stats.host_counters > counting
+           ? k->stats.host_counters - counting : 0;
+}
+
 /* kvm-operator.c */
-uint64_t vpmu_kvm__now_ns(void);
 void vpmu_kvm__operator_service(VpmuKvm *k);
 
 /* kvm-mirror.c */
