@@ -6,8 +6,10 @@
  * some 15,000 instructions at CPL 3 before and after the loop, among them
  * a few dozen CPUIDs (init_cpu_features(), the cache sizes), which KVM
  * retires itself (workloads/cpuid.S).  They are the same from one run to
- * the next for the same binary, environment and CPUID; stat-exact runs it
- * with an empty environment.  The loop is exactly 2N instructions and N
+ * the next for the same binary, environment, CPUID and stack layout;
+ * stat-exact runs it with an empty environment and without address-space
+ * randomisation (glibc's strlen of a string the kernel put on the stack
+ * takes a longer path near a page's end).  The loop is exactly 2N instructions and N
  * branches, so cloop_2M - cloop_1M is 2,000,000 and 1,000,000:
  *     dec  %0        N
  *     jnz  1b        N   (a retired branch, taken or not)
