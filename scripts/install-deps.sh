@@ -7,7 +7,7 @@
 #                                         (scripts/build-qemu.sh)
 set -euo pipefail
 
-PACKAGES=(meson ninja-build pkg-config gcc check libsubunit-dev libglib2.0-dev
+PACKAGES=(meson ninja-build pkg-config gcc check libsubunit-dev libglib2.0-dev zlib1g-dev
           valgrind)
 
 # QEMU 10.2's build deps (the x86_64-softmmu configuration in build-qemu.sh;
@@ -26,7 +26,10 @@ QEMU_PACKAGES=(git dpkg-dev libglib2.0-dev libpixman-1-dev ninja-build meson
                # the operator suite: promtool and a Prometheus server the
                # test starts itself (the package's own is kept from
                # starting, below)
-               prometheus)
+               prometheus
+               # the profile suite: the consumers of vpmu's profiles,
+               # go tool pprof and perf script
+               golang-1.19-go linux-perf)
 
 case "${1:-}" in
     "") ;;

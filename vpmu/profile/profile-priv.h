@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vpmu/profile's insides, shared by the collector (profile.c) and the two
+ * writers (pprof.c, perfdata.c).
+ */
+#ifndef VPMU_PROFILE_PRIV_H
+#define VPMU_PROFILE_PRIV_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <vpmu/profile.h>
+
+/* One sample; its call chain is pcs[first, first + nr) of its vCPU. */
+typedef struct ProfSample {
+    uint64_t time_ns;
+    uint64_t period;
+    uint32_t first;
+    uint8_t nr;
+    uint8_t user;
+} ProfSample;
+
+typedef struct ProfVcpu {
+    ProfSample *samples;
+    size_t n, cap;
+    uint64_t *pcs;
+    size_t npcs, pcs_cap;
+    uint64_t lost;
+} ProfVcpu;
+
+typedef struct ProfSyms {
+    VpmuSymbols *syms;
+    int64_t slide;
+    bool kernel;
+} ProfSyms;
+
+#define PROF_MAX_SYMS 16
+
+struct VpmuProfile {
+    char *vm, *event, *unit;
+    VpmuProfileMode mode;
+    unsigned nr_vcpus;
+    unsigned max_samples;
+    ProfVcpu *vcpus;
+    ProfSyms syms[PROF_MAX_SYMS];
+    unsigned nr_syms;
+};
+
+/* The name of the function at guest address @pc, or NULL. */
+const char *vpmu_profile_symbol(const VpmuProfile *prof, uint64_t pc);
+
+/* Whole file into a malloc'd buffer (at most 1 GiB); 0 or -errno. */
+int vpmu_profile_read_file(const char *path, uint8_t **buf, size_t *size);
+
+/* fclose() that reports a failed write; unlinks @path on error. */
+int vpmu_profile_close(FILE *f, const char *path, int rc);
+
+#endif /* VPMU_PROFILE_PRIV_H */
