@@ -7,6 +7,9 @@
 #   OUT/initramfs.cpio.gz   busybox-static, perf (linux-perf) with its shared
 #                           libraries, coreutils' dynamically linked sleep,
 #                           the workloads, the tests and /init
+#   OUT/System.map          the kernel's (host profiles name its frames)
+#   OUT/calls               workloads/calls.c as in the image (the host
+#                           names its frames from it)
 #
 # Usage: build-image.sh [OUT]     (OUT defaults to build/guest in the repository)
 #
@@ -82,6 +85,16 @@ if [[ ! -f $kcache ]]; then
     cp "$(compgen -G "$work/kernel/boot/vmlinuz-*" | head -n1)" "$kcache"
 fi
 cp "$kcache" "$out/vmlinuz"
+# System.map: names the kernel's frames in host profiles (the profile
+# suite), kept next to the .deb like the vmlinuz.
+mcache=${kdeb%.deb}.System.map
+if [[ ! -f $mcache ]]; then
+    mkdir -p "$work/kernel"
+    dpkg-deb --fsys-tarfile "$kdeb" |
+        tar -x -C "$work/kernel" --wildcards './boot/System.map-*'
+    cp "$(compgen -G "$work/kernel/boot/System.map-*" | head -n1)" "$mcache"
+fi
+cp "$mcache" "$out/System.map"
 # vmlinux: the same kernel, decompressed from the bzImage's xz payload.
 # QEMU boots it through its PVH entry, which skips the kernel decompression
 # that takes several seconds under TCG (run-guest.sh: KERNEL=vmlinux).
@@ -216,6 +229,12 @@ for n in 1 2; do
     gcc -O1 -static -no-pie -Wl,--build-id=none -DN=${n}000000 \
         -o "$root/vpmu/bin/cloop_${n}M" "$wl/cloop.c"
 done
+# calls: main -> a -> b with frame pointers (the profile suite), also
+# next to the image: the host names its frames from the ELF.
+gcc -O0 -fno-omit-frame-pointer -static \
+    -no-pie -Wl,--build-id=none -DN=1000000 -o "$root/vpmu/bin/calls" \
+    "$wl/calls.c"
+cp "$root/vpmu/bin/calls" "$out/calls"
 # true as SCHED_FIFO, first in PATH for perf test's exit-events test (tests/perf-test.sh)
 mkdir -p "$root/vpmu/fifobin"
 build_wl fifo-true.S ../fifobin/true 0

@@ -42,6 +42,7 @@ class QMP:
                 time.sleep(0.05)
         self.sock.settimeout(120)
         self.buf = b""
+        self.events = []            # events seen, oldest first
         greeting = self._read()
         if "QMP" not in greeting:
             raise QMPError("no QMP greeting: %r" % greeting)
@@ -65,11 +66,33 @@ class QMP:
         while True:
             resp = self._read()
             if "event" in resp:
+                self.events.append(resp)
                 continue
             if "error" in resp:
                 raise QMPError(json.dumps(resp["error"]))
             if "return" in resp:
                 return resp["return"]
+
+    def event(self, name, timeout):
+        """The first event @name not taken yet (removed from .events),
+        waiting up to @timeout seconds for it; None if none came."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, ev in enumerate(self.events):
+                if ev["event"] == name:
+                    return self.events.pop(i)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self.sock.settimeout(left)
+            try:
+                resp = self._read()
+            except socket.timeout:
+                return None
+            finally:
+                self.sock.settimeout(120)
+            if "event" in resp:
+                self.events.append(resp)
 
     def close(self):
         self.sock.close()

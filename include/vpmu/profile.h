@@ -192,8 +192,11 @@ VPMU_API int vpmu_profile_write_pprof(const VpmuProfile *prof,
 /**
  * vpmu_profile_write_perf() - the samples as perf.data at @path: one
  * PERF_RECORD_SAMPLE each, marked PERF_RECORD_MISC_GUEST_KERNEL or
- * _GUEST_USER, with PERF_CONTEXT_GUEST_* call chains; pid @pid, tid
- * @pid + 1 + vCPU index... (the vCPU index is the sample's cpu).
+ * _GUEST_USER, pid and tid @pid (the VMM's), cpu the vCPU index; a
+ * PERF_RECORD_COMM with the vm label, a PERF_RECORD_MMAP for the guest
+ * kernel (what perf's --guestkallsyms names) and for each ELF's
+ * executable segments.  Call chains carry PERF_CONTEXT_KERNEL / _USER:
+ * Debian's perf 6.1 drops a chain with PERF_CONTEXT_GUEST_* markers.
  * Return: 0, or -errno (the file is removed on error).
  */
 VPMU_API int vpmu_profile_write_perf(const VpmuProfile *prof,

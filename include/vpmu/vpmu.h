@@ -6,6 +6,7 @@
 #include <vpmu/filter.h>
 #include <vpmu/operator.h>
 #include <vpmu/pmu.h>
+#include <vpmu/profile.h>
 #include <vpmu/source.h>
 
 /* g_autoptr() support for glib users (QEMU); include glib.h first. */

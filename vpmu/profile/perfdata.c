@@ -38,9 +38,14 @@ struct file_attr {
                      PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | \
                      PERF_SAMPLE_CALLCHAIN)
 
-/* perf's names for what the profile's event is; raw otherwise. */
+/*
+ * perf's names for what the profile's event is (with :u or :k, the
+ * exclude bit perf shows as its modifier); raw otherwise.
+ */
 static void set_event(struct perf_event_attr *a, const char *event)
 {
+    size_t len = strcspn(event, ":");
+
     static const struct {
         const char *name;
         uint32_t type;
@@ -54,11 +59,14 @@ static void set_event(struct perf_event_attr *a, const char *event)
 
     a->type = PERF_TYPE_RAW;
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-        if (!strcmp(event, known[i].name)) {
+        if (strlen(known[i].name) == len &&
+            !strncmp(event, known[i].name, len)) {
             a->type = known[i].type;
             a->config = known[i].config;
         }
     }
+    a->exclude_kernel = !strcmp(event + len, ":u");
+    a->exclude_user = !strcmp(event + len, ":k");
 }
 
 /*
