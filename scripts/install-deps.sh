@@ -28,8 +28,8 @@ QEMU_PACKAGES=(git dpkg-dev libglib2.0-dev libpixman-1-dev ninja-build meson
                # starting, below)
                prometheus
                # the profile suite: the consumers of vpmu's profiles,
-               # go tool pprof and perf script
-               golang-1.19-go linux-perf)
+               # go tool pprof (its SVG through graphviz) and perf script
+               golang-1.19-go graphviz linux-perf)
 
 case "${1:-}" in
     "") ;;

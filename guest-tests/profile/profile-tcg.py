@@ -63,6 +63,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from pytap import Tap  # noqa: E402
 
 QEMU, IMAGE = sys.argv[1], sys.argv[2]
+TOOL = os.path.join(HERE, "..", "..", "vpmu", "profile", "vpmu-profile")
 GO = shutil.which("go") or "/usr/lib/go-1.19/bin/go"
 PERF = shutil.which("perf")
 CPU = "max,vendor=GenuineIntel,pmu=on"
@@ -83,6 +84,7 @@ class Vm:
     def __init__(self, d, tag, policy, guest=False):
         self.d, self.tag = d, tag
         self.sock = os.path.join(d, tag + ".qmp")
+        self.tool_sock = os.path.join(d, tag + ".tool.qmp")
         self.stderr = os.path.join(d, tag + ".err")
         self.console = os.path.join(d, tag + ".console")
         self.ksyms = os.path.join(d, tag + ".kallsyms")
@@ -90,7 +92,8 @@ class Vm:
         cmd = [QEMU, "-L", "/usr/share/qemu", "-L", "/usr/share/seabios",
                "-accel", "tcg", "-cpu", cpu, "-m", "512", "-display", "none",
                "-no-reboot", "-net", "none", "-name", f"vpmu-{tag}",
-               "-qmp", f"unix:{self.sock},server=on,wait=off"]
+               "-qmp", f"unix:{self.sock},server=on,wait=off",
+               "-qmp", f"unix:{self.tool_sock},server=on,wait=off"]
         if guest:
             cmd += ["-kernel", os.path.join(IMAGE, "vmlinuz"),
                     "-initrd", os.path.join(IMAGE, "initramfs.cpio.gz"),
@@ -135,6 +138,13 @@ class Vm:
         except QMPError as e:
             return str(e)
 
+    def tool(self, *args):
+        """vpmu-profile (the operator's tool) on the second QMP socket."""
+        p = subprocess.run([sys.executable, TOOL, "--qmp", self.tool_sock] +
+                           list(args), capture_output=True, text=True,
+                           timeout=300)
+        return p.returncode, p.stdout + p.stderr
+
     def stop(self):
         try:
             self.qmp.close()
@@ -159,9 +169,14 @@ def test_policy(d):
         ok(err and "denied by this VM's policy (pmu-operator-profile=deny)"
            in err and not vm.qmp.event("VPMU_PROFILE_START", 0.5),
            "default policy: vpmu-profile is denied, no profile starts", err)
-        ok("requested by 'ops\\nforged line': denied" in vm.log() and
+        ok("requested by 'ops\\nforged line': profiles are denied" in
+           vm.log() and
            "\nforged line" not in vm.log(),
            "the refusal is logged with the requester, escaped", vm.log())
+        rc, out = vm.tool("--seconds", "1", "-o", os.path.join(d, "t.pb.gz"))
+        ok(rc == 1 and "vpmu-profile: profiles are denied by this VM's "
+           "policy (pmu-operator-profile=deny)" in out,
+           "vpmu-profile (the tool): the refusal is its exit status 1", out)
     finally:
         vm.stop()
 
@@ -187,6 +202,14 @@ def test_policy(d):
            gzip.open(out).read(2) != b"",
            "vpmu-profile-stop: VPMU_PROFILE_STOP, a paused VM gave 0 "
            "samples, the file is written", f"{stop}")
+        tool_out = os.path.join(d, "tool.pb.gz")
+        rc, out = vm.tool("--seconds", "1", "-o", tool_out,
+                          "--requester", "the tool")
+        ok(rc == 0 and out.strip() == f"{tool_out}: 0 samples (0 lost)" and
+           os.path.getsize(tool_out) > 0 and
+           vm.qmp.event("VPMU_PROFILE_STOP", 5),
+           "vpmu-profile (the tool): waits for the end, says what it wrote",
+           out)
         log = vm.log()
         ok(f"profile started by '{REQ}'" in log and
            f"profile requested by '{REQ}' stopped by 'ops'" in log,
@@ -417,12 +440,25 @@ def run_guest(d, vm):
     if stop:
         check_perf(d, os.path.join(d, "guest.data"), stop, ksyms_path)
 
-    err, start, stop, done = take(vm, d, "clock.pb.gz", frequency=100,
-                                  mode="ip", format="pprof")
-    ok(err is None and stop and not done and 1 <= stop["samples"] <= 201 and
+    # The operator's tool, as docs/operators.md shows it, with the SVG.
+    clock, svg = os.path.join(d, "clock.pb.gz"), os.path.join(d, "clock.svg")
+    dot = shutil.which("dot") and os.access(GO, os.X_OK)
+    rc, out = vm.tool("--seconds", "2", "--frequency", "100", "--mode", "ip",
+                      "-o", clock, *(["--svg", svg] if dot else []))
+    start = (vm.qmp.event("VPMU_PROFILE_START", 10) or {}).get("data", {})
+    stop = (vm.qmp.event("VPMU_PROFILE_STOP", 10) or {}).get("data")
+    done = "VPMU-PROFILE-DONE" in vm.text(vm.console)
+    ok(rc == 0 and stop and not done and 1 <= stop["samples"] <= 201 and
        start.get("event") == "cpu-clock" and start.get("period") == 10000000,
-       f"100 Hz for 2 s: {stop and stop['samples']} samples of cpu-clock, "
-       "each 10 ms", f"{err} {start} {stop}")
+       f"vpmu-profile, 100 Hz for 2 s: {stop and stop['samples']} samples "
+       "of cpu-clock, each 10 ms", f"{out} {start} {stop}")
+    if dot:
+        with open(svg, errors="replace") as f:
+            body = f.read()
+        ok("<svg" in body and "Type: cpu" in body,
+           "vpmu-profile --svg: go tool pprof drew it (graphviz)", out)
+    else:
+        T.skip("vpmu-profile --svg", "no graphviz dot or go tool")
 
     exited = vm.wait_for(vm.console, "VPMU-GUEST-EXIT", 900)
     con = vm.text(vm.console)

@@ -55,6 +55,7 @@ cat >"$dir/want" <<EOF
 etc/vpmu-helper/default.conf
 usr/bin/qemu-system-x86_64
 usr/bin/vpmu-exporter
+usr/bin/vpmu-profile
 usr/include/vpmu/export.h
 usr/include/vpmu/filter.h
 usr/include/vpmu/helper.h
@@ -63,6 +64,7 @@ usr/include/vpmu/kvm.h
 usr/include/vpmu/operator.h
 usr/include/vpmu/perf.h
 usr/include/vpmu/pmu.h
+usr/include/vpmu/profile.h
 usr/include/vpmu/ringbuf.h
 usr/include/vpmu/source.h
 usr/include/vpmu/vpmu.h
@@ -88,11 +90,18 @@ usr/share/doc/vpmu/qemu-kvm.md
 usr/share/doc/vpmu/qemu.md
 usr/share/doc/vpmu/tcg.md
 usr/share/vpmu/prometheus/vpmu-rules.yml
+usr/share/vpmu/qmpclient.py
 EOF
 (cd "$d" && find . ! -type d | sed 's|^\./||' | LC_ALL=C sort) >"$dir/got"
 LC_ALL=C sort -o "$dir/want" "$dir/want"
 diff "$dir/want" "$dir/got" >"$dir/diff"
 tap $? "the installed files are Debian's layout, exactly ($(wc -l <"$dir/got") files)" "$(cat "$dir/diff")"
+
+# vpmu-profile finds the QMP client where it is installed: a socket that
+# is not there is its error 1, an import failure would be a traceback.
+out=$(python3 "$d/usr/bin/vpmu-profile" --qmp "$dir/no.sock" -o "$dir/p.pb.gz" 2>&1)
+[ $? = 1 ] && case $out in "vpmu-profile: $dir/no.sock: "*) true ;; *) false ;; esac
+tap $? "vpmu-profile runs from /usr/bin with /usr/share/vpmu/qmpclient.py" "$out"
 
 svc=$d/usr/lib/systemd/system/vpmu-helper.service
 sock=$d/usr/lib/systemd/system/vpmu-helper.socket
