@@ -31,6 +31,13 @@
 #                                             instructions,cycles,branches at
 #                                             boot, through QMP): what operator
 #                                             metrics cost the guest (k/d)
+#   p  -cpu max,vendor=GenuineIntel,pmu=on,   plain, with a host profile of the
+#          pmu-operator-profile=stack         guest at 100 Hz with call chains
+#                                             (vpmu-profile at boot, through QMP,
+#                                             for longer than the boot): what a
+#                                             continuous profiler's rate costs
+#                                             the guest (p/d)
+#   q  as p, at 1000 Hz                       (q/d)
 #   h  -cpu max,vendor=GenuineIntel,pmu=on    b's perf stat and d's plain run in
 #                                             turn in one boot (vpmu.bench=alt):
 #                                             h is its perf stat runs, i its
@@ -129,7 +136,7 @@ done
 [[ -r /proc/self/schedstat ]] || die "no /proc/PID/schedstat on this host"
 read -r -a cfgs <<<"${CONFIGS:-a b c d e}"
 for c in "${cfgs[@]}"; do
-    [[ $c == [a-hjk] ]] || die "CONFIGS: unknown configuration '$c' (a-h, j, k)"
+    [[ $c == [a-hjkpq] ]] || die "CONFIGS: unknown configuration '$c' (a-h, j, k, p, q)"
 done
 [[ " ${cfgs[*]} " == *" a "* ]] || die "CONFIGS must include a (the pmu=off baseline)"
 
@@ -162,9 +169,11 @@ base=${CPU_BASE:-max,vendor=GenuineIntel}
 declare -A cpu=([a]="$base,pmu=off" [b]="$base,pmu=on" [c]="$base,pmu=on"
                 [d]="$base,pmu=on" [e]="$base,pmu=on" [f]="$base,pmu=on"
                 [g]="$base,pmu=on" [h]="$base,pmu=on" [j]="$base,pmu=on"
-                [k]="$base,pmu=on,pmu-operator=on")
+                [k]="$base,pmu=on,pmu-operator=on"
+                [p]="$base,pmu=on,pmu-operator-profile=stack"
+                [q]="$base,pmu=on,pmu-operator-profile=stack")
 declare -A mode=([a]=plain [b]=stat [c]=record [d]=plain [e]=record [f]=stat
-                 [g]=stat [h]=alt [j]=stat [k]=plain)
+                 [g]=stat [h]=alt [j]=stat [k]=plain [p]=plain [q]=plain)
 declare -A extra=([c]=" vpmu.bench_event=cycles" [e]=" vpmu.bench_event=instructions"
                   [f]=" vpmu.bench_events=instructions,r20c4,r02c4,r08c4,r40c4"
                   [g]=" vpmu.bench_events=instructions,r81d0,r82d0"
@@ -179,6 +188,8 @@ declare -A label=(
     [g]="pmu=on, perf stat loads, stores"
     [j]="pmu=on, perf stat cond. branches"
     [k]="pmu=on, plain, operator events"
+    [p]="pmu=on, plain, profiled at 100 Hz"
+    [q]="pmu=on, plain, profiled at 1000 Hz"
     [h]="pmu=on, perf stat (6 events) [alt]"
     [i]="pmu=on, plain [alt, h's boots]")
 ncfg=${#cfgs[@]}
@@ -259,18 +270,24 @@ run_one() {   # run_one CFG ROUND
     [[ $c != h ]] || want=$((2 * reps))
     load=$(cut -d' ' -f1 /proc/loadavg)
     : >"$lg.marks"
-    local qmp=
-    if [[ $c == k ]]; then
-        # The operator's events, started through QMP as soon as QEMU
-        # serves it (the guest is still booting then).
+    local qmp= cmd= args=
+    case $c in
+    k)  cmd=vpmu-operator-start
+        args='{"events": "instructions,cycles,branches", "requester": "guest-overhead"}' ;;
+    p|q) cmd=vpmu-profile
+        args='{"duration": 3600, "frequency": '$([[ $c == p ]] && echo 100 || echo 1000)',
+               "mode": "stack", "format": "pprof", "file": "'$out/logs/$c-$r.pb.gz'",
+               "requester": "guest-overhead"}' ;;
+    esac
+    if [[ -n $cmd ]]; then
+        # The operator's events or profile, started through QMP as soon
+        # as QEMU serves it (the guest is still booting then).
         qmp=$out/qmp-$c-$r.sock
         (for _ in $(seq 600); do
             [[ -S $qmp ]] && break
             sleep 0.05
         done
-        python3 "$top/guest-tests/migration/qmpclient.py" "$qmp" \
-            vpmu-operator-start \
-            '{"events": "instructions,cycles,branches", "requester": "guest-overhead"}' \
+        python3 "$top/guest-tests/migration/qmpclient.py" "$qmp" "$cmd" "$args" \
             >"$lg.qmp" 2>&1) &
     fi
     set +e
@@ -404,6 +421,8 @@ table() {
     ratio b d "perf stat / pmu=on plain"
     ratio k d "operator events / pmu=on plain" 1.01
     ratio k a "operator events / pmu=off"
+    ratio p d "profiled at 100 Hz / pmu=on plain" 1.01
+    ratio q d "profiled at 1000 Hz / pmu=on plain"
     ratio h i "perf stat / plain, in one boot" 1.02
     ratio h a "perf stat (h) / pmu=off"
     ratio i a "pmu=on plain (i) / pmu=off"

@@ -17,6 +17,11 @@ Usage: operator-libvirt.py QEMU IMAGE EXPORTER
 - vpmu-exporter --events instructions:u,instructions, and Debian's
   Prometheus scraping it every second.
 
+The domain's profile policy is ip (-global ...pmu-operator-profile=ip):
+vpmu-profile --domain (the operator's tool, through virsh) writes a 2 s
+profile at 100 Hz, QEMU writing the file, and a stack profile is refused
+with exit status 1.
+
 Checked: Prometheus' query API gives vCPU 1's instructions:u increase
 over the run as exactly 20000006 (max_over_time - min_over_time of the
 raw samples: increase() extrapolates), the operator's events counted
@@ -29,6 +34,7 @@ image.
 import grp
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -42,6 +48,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from pytap import Tap, free_port, prom_query, prometheus_argv  # noqa: E402
 
 QEMU, IMAGE, EXPORTER = sys.argv[1], sys.argv[2], sys.argv[3]
+TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                    "vpmu", "profile", "vpmu-profile")
 N = 10000000
 WANT = 2 * N + 6                # pin.S: user instructions on CPU 1
 DOM = "vpmu-operator"
@@ -181,6 +189,8 @@ def domain_xml(d):
   <qemu:commandline>
     <qemu:arg value='-global'/>
     <qemu:arg value='Skylake-Client-x86_64-cpu.pmu-operator=on'/>
+    <qemu:arg value='-global'/>
+    <qemu:arg value='Skylake-Client-x86_64-cpu.pmu-operator-profile=ip'/>
   </qemu:commandline>
 </domain>
 """
@@ -202,6 +212,32 @@ def wait_for(pred, secs, step=0.5):
             return v
         time.sleep(step)
     return None
+
+
+def profile(d):
+    """vpmu-profile through libvirt, as docs/operators.md shows it: QEMU
+    (libvirt's user) writes the file; the policy (ip) allows 100 Hz."""
+    out = os.path.join(d, "profiles")
+    os.mkdir(out)
+    os.chmod(out, 0o777)
+    path = os.path.join(out, "vpmu-operator.pb.gz")
+    r = subprocess.run([sys.executable, TOOL, "--connect", "qemu:///system",
+                        "--domain", DOM, "--seconds", "2", "-o", path],
+                       capture_output=True, text=True, timeout=300)
+    m = re.match(rf"{re.escape(path)}: (\d+) samples \(0 lost\)$",
+                 r.stdout.strip())
+    ok(r.returncode == 0 and m and 1 <= int(m.group(1)) <= 2 * 2 * 100 + 2
+       and os.path.getsize(path) > 0,
+       "vpmu-profile --domain: 2 s at 100 Hz on 2 vCPUs through libvirt, "
+       "written by QEMU", r.stdout + r.stderr)
+    r = subprocess.run([sys.executable, TOOL, "--connect", "qemu:///system",
+                        "--domain", DOM, "--mode", "stack", "--seconds", "2",
+                        "-o", path], capture_output=True, text=True,
+                       timeout=60)
+    ok(r.returncode == 1 and "a stack profile is denied by this VM's policy "
+       "(pmu-operator-profile=ip)" in r.stderr,
+       "vpmu-profile --domain: the policy's refusal, exit 1",
+       r.stdout + r.stderr)
 
 
 def run(s):
@@ -233,6 +269,7 @@ def run(s):
        console(d)[-1500:])
     ok(prom_query(prom_port, f'vpmu_operator_consent{{domain="{DOM}"}}') == "1",
        "the domain's consent: 1")
+    profile(d)
     ended = wait_for(lambda: "OPERATOR-PIN end" in console(d), 400)
     ok(ended and "OPERATOR-PIN end rc=0" in console(d),
        "the workload ran on CPU 1", console(d)[-1500:])
