@@ -98,7 +98,7 @@ class Vm:
             cmd += ["-kernel", os.path.join(IMAGE, "vmlinuz"),
                     "-initrd", os.path.join(IMAGE, "initramfs.cpio.gz"),
                     "-append", "console=ttyS0 panic=-1 quiet nmi_watchdog=0 "
-                    "vpmu.test=profile-guest vpmu.kallsyms=ttyS1 vpmu.runs=40",
+                    "vpmu.test=profile-guest vpmu.kallsyms=ttyS1 vpmu.runs=100",
                     "-serial", f"file:{self.console}",
                     "-serial", f"file:{self.ksyms}"]
         else:

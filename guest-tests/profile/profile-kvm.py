@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Host profiles of a guest under this host's KVM (vpmu-profile).
+
+Usage: profile-kvm.py QEMU
+
+A guest that spins at its reset vector (a 64 KiB BIOS whose last
+paragraph is `jmp $`: CS base 0xffff0000, IP 0xfff0, real mode, so
+CPL 0), one vCPU, -accel kvm,vpmu=on, pmu-operator-profile=ip:
+
+  by period   refused under KVM with a clear error, no profile starts
+  by time     100 Hz for 2 s as perf.data: VPMU_PROFILE_STOP's samples
+              are 1 to 201 (the tick is guest time; a 2 s window holds
+              at most 200 ticks and one at its start), and perf script
+              reads every one as cpu-clock:G at 0xfffffff0, each 10 ms
+  a stack profile is refused (the policy says ip)
+
+QEMU is started and stopped here, by pid.  TAP on stdout; 1..0 # SKIP
+without /dev/kvm or root.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "migration"))
+from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
+
+sys.path.insert(0, os.path.join(HERE, ".."))
+from pytap import Tap  # noqa: E402
+
+QEMU = sys.argv[1]
+PERF = shutil.which("perf")
+REQ = "profile-kvm test"
+
+
+def profile(q, **args):
+    args.setdefault("requester", REQ)
+    try:
+        q.cmd("vpmu-profile", args)
+        return None
+    except QMPError as e:
+        return str(e)
+
+
+def checks(t, d, q):
+    f = os.path.join(d, "kvm.data")
+    err = profile(q, duration=2, event="instructions", period=100000,
+                  format="perf", file=f)
+    t.ok(err and "under KVM, profiles sample by frequency" in err and
+         not q.event("VPMU_PROFILE_START", 0.5),
+         "by period: refused under KVM, no profile starts", err)
+    err = profile(q, duration=2, mode="stack", format="perf", file=f)
+    t.ok(err and "a stack profile is denied" in err,
+         "a stack profile: refused (policy ip)", err)
+    err = profile(q, duration=2, frequency=100, format="perf", file=f)
+    start = q.event("VPMU_PROFILE_START", 5)
+    stop = q.event("VPMU_PROFILE_STOP", 30)
+    n = stop and stop["data"]["samples"]
+    t.ok(err is None and start and stop and 1 <= n <= 201 and
+         "error" not in stop["data"],
+         f"100 Hz for 2 s: {n} samples (1 to 201)", f"{err} {start} {stop}")
+    if not PERF or not stop:
+        t.skip("perf script: every sample at the reset vector",
+               "no perf (linux-perf)" if not PERF else "no profile")
+        return
+    p = subprocess.run([PERF, "script", "-i", f, "--guestkallsyms=/dev/null",
+                        "-F", "period,event,ip"], capture_output=True,
+                       text=True, timeout=120)
+    rows = re.findall(r"^\s*(\d+)\s+cpu-clock:G:\s*\n\s+([0-9a-f]+)",
+                      p.stdout, re.M)
+    t.ok(p.returncode == 0 and len(rows) == n and
+         all(r == ("10000000", "fffffff0") for r in rows),
+         f"perf script: {len(rows)} samples, each cpu-clock:G, 10 ms, "
+         "at 0xfffffff0", p.stdout[:1500] + p.stderr[-800:])
+
+
+def main():
+    if not os.path.exists("/dev/kvm") or os.geteuid() != 0:
+        Tap.skip_all("needs /dev/kvm and root")
+    if not os.access(QEMU, os.X_OK):
+        Tap.skip_all(f"no QEMU at {QEMU} (make qemu)")
+    t = Tap()
+    d = tempfile.mkdtemp(prefix="vpmu-profile-kvm-")
+    bios = os.path.join(d, "spin.bin")
+    img = bytearray(b"\xf4" * 65536)
+    img[0xfff0:0xfff2] = b"\xeb\xfe"        # jmp $ at the reset vector
+    with open(bios, "wb") as f:
+        f.write(img)
+    sock = os.path.join(d, "qmp.sock")
+    with open(os.path.join(d, "qemu.err"), "w") as err:
+        p = subprocess.Popen([QEMU, "-accel", "kvm,vpmu=on", "-cpu",
+                              "host,pmu=on,pmu-operator-profile=ip",
+                              "-bios", bios, "-m", "64", "-display", "none",
+                              "-no-reboot", "-net", "none",
+                              "-qmp", f"unix:{sock},server=on,wait=off"],
+                             stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+    try:
+        q = QMP(sock)
+        checks(t, d, q)
+        q.close()
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        shutil.rmtree(d, ignore_errors=True)
+    return t.end()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
