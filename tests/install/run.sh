@@ -119,7 +119,11 @@ tap $? "vpmu-exporter.service: /usr/bin/vpmu-exporter, unprivileged, loopback" "
 
 # The library as a user builds against it: pkg-config with the DESTDIR as
 # sysroot, the installed headers, the installed shared library at run time.
-export PKG_CONFIG_SYSROOT_DIR=$d PKG_CONFIG_LIBDIR=$d/$lib/pkgconfig
+# libvpmu.pc requires zlib (privately: vpmu/profile gzips), whose .pc is
+# the system's; its -I/usr/include is the sysroot's too, the same as
+# libvpmu's.
+export PKG_CONFIG_SYSROOT_DIR=$d
+export PKG_CONFIG_LIBDIR=$d/$lib/pkgconfig:/usr/lib/$multiarch/pkgconfig:/usr/share/pkgconfig
 flags=$(pkg-config --cflags --libs libvpmu | xargs)
 grep -qx 'prefix=/usr' "$d/$lib/pkgconfig/libvpmu.pc" &&
     [ "$flags" = "-I$d/usr/include -L$d/$lib -lvpmu" ]
