@@ -38,6 +38,13 @@
 #                                             continuous profiler's rate costs
 #                                             the guest (p/d)
 #   q  as p, at 1000 Hz                       (q/d)
+#   r  as p, but the profile runs only during every other run of one boot
+#          (vpmu.bench=palt: the guest asks with "BENCH-PROFILE on/off" on
+#          its console, the host starts and stops a 100 Hz stack profile
+#          through QMP): r is its profiled runs, s its plain ones, r/s
+#          the cost with the host's slow spells on both sides
+#   u  as r at 1000 Hz, or U_HZ (v its plain runs): at the most, 10000 Hz,
+#          what one sample costs shows above the host's noise
 #   h  -cpu max,vendor=GenuineIntel,pmu=on    b's perf stat and d's plain run in
 #                                             turn in one boot (vpmu.bench=alt):
 #                                             h is its perf stat runs, i its
@@ -136,7 +143,7 @@ done
 [[ -r /proc/self/schedstat ]] || die "no /proc/PID/schedstat on this host"
 read -r -a cfgs <<<"${CONFIGS:-a b c d e}"
 for c in "${cfgs[@]}"; do
-    [[ $c == [a-hjkpq] ]] || die "CONFIGS: unknown configuration '$c' (a-h, j, k, p, q)"
+    [[ $c == [a-hjkpqru] ]] || die "CONFIGS: unknown configuration '$c' (a-h, j, k, p-r, u)"
 done
 [[ " ${cfgs[*]} " == *" a "* ]] || die "CONFIGS must include a (the pmu=off baseline)"
 
@@ -171,9 +178,14 @@ declare -A cpu=([a]="$base,pmu=off" [b]="$base,pmu=on" [c]="$base,pmu=on"
                 [g]="$base,pmu=on" [h]="$base,pmu=on" [j]="$base,pmu=on"
                 [k]="$base,pmu=on,pmu-operator=on"
                 [p]="$base,pmu=on,pmu-operator-profile=stack"
-                [q]="$base,pmu=on,pmu-operator-profile=stack")
+                [q]="$base,pmu=on,pmu-operator-profile=stack"
+                [r]="$base,pmu=on,pmu-operator-profile=stack"
+                [u]="$base,pmu=on,pmu-operator-profile=stack")
 declare -A mode=([a]=plain [b]=stat [c]=record [d]=plain [e]=record [f]=stat
-                 [g]=stat [h]=alt [j]=stat [k]=plain [p]=plain [q]=plain)
+                 [g]=stat [h]=alt [j]=stat [k]=plain [p]=plain [q]=plain
+                 [r]=palt [u]=palt)
+# The profile rate of the in-boot alternations.
+declare -A palt_hz=([r]=100 [u]=${U_HZ:-1000})
 declare -A extra=([c]=" vpmu.bench_event=cycles" [e]=" vpmu.bench_event=instructions"
                   [f]=" vpmu.bench_events=instructions,r20c4,r02c4,r08c4,r40c4"
                   [g]=" vpmu.bench_events=instructions,r81d0,r82d0"
@@ -190,12 +202,18 @@ declare -A label=(
     [k]="pmu=on, plain, operator events"
     [p]="pmu=on, plain, profiled at 100 Hz"
     [q]="pmu=on, plain, profiled at 1000 Hz"
+    [r]="pmu=on, profiled at 100 Hz [alt]"
+    [s]="pmu=on, plain [alt, r's boots]"
+    [u]="pmu=on, profiled at ${U_HZ:-1000} Hz [alt]"
+    [v]="pmu=on, plain [alt, u's boots]"
     [h]="pmu=on, perf stat (6 events) [alt]"
     [i]="pmu=on, plain [alt, h's boots]")
 ncfg=${#cfgs[@]}
 # What the tables show: the configurations, and i with h.
 shown=("${cfgs[@]}")
 [[ " ${cfgs[*]} " != *" h "* ]] || shown+=(i)
+[[ " ${cfgs[*]} " != *" r "* ]] || shown+=(s)
+[[ " ${cfgs[*]} " != *" u "* ]] || shown+=(v)
 
 # One copy of QEMU per configuration, so that concurrent boots (PARALLEL=1)
 # can tell their processes apart.
@@ -237,6 +255,14 @@ watch_marks() {
         printf '%s\n' "$line"
         [[ -n $pid ]] || pid=$(qemu_pid "$2")
         case $line in
+        *'BENCH-PROFILE on'*)
+            python3 "$top/guest-tests/migration/qmpclient.py" "$3" vpmu-profile \
+                '{"duration": 3600, "frequency": '"$4"', "mode": "stack",
+                  "format": "pprof", "file": "'"$1.pb.gz"'",
+                  "requester": "guest-overhead"}' >>"$1.qmp" 2>&1 ;;
+        *'BENCH-PROFILE off'*)
+            python3 "$top/guest-tests/migration/qmpclient.py" "$3" vpmu-profile-stop \
+                '{"requester": "guest-overhead"}' >>"$1.qmp" 2>&1 ;;
         *'BENCH-MARK start'*)
             qemu_snap "$pid"
             run0=() wait0=()
@@ -267,7 +293,7 @@ log "host: $(nproc) CPUs, load average $load_start"
 
 run_one() {   # run_one CFG ROUND
     local c=$1 r=$2 lg=$out/logs/$1-$2.log load rc n want=$reps
-    [[ $c != h ]] || want=$((2 * reps))
+    [[ $c != [hru] ]] || want=$((2 * reps))
     load=$(cut -d' ' -f1 /proc/loadavg)
     : >"$lg.marks"
     local qmp= cmd= args=
@@ -279,6 +305,7 @@ run_one() {   # run_one CFG ROUND
                "mode": "stack", "format": "pprof", "file": "'$out/logs/$c-$r.pb.gz'",
                "requester": "guest-overhead"}' ;;
     esac
+    [[ -z ${palt_hz[$c]:-} ]] || qmp=$out/qmp-$c-$r.sock
     if [[ -n $cmd ]]; then
         # The operator's events or profile, started through QMP as soon
         # as QEMU serves it (the guest is still booting then).
@@ -295,7 +322,7 @@ run_one() {   # run_one CFG ROUND
         TIMEOUT=$limit LOG=$lg ICOUNT='' INTERACTIVE=0 \
         APPEND="vpmu.bench=${mode[$c]} vpmu.bench_reps=$reps vpmu.bench_rounds=$work${extra[$c]:-}${GUEST_APPEND:+ $GUEST_APPEND}" \
         "$out/run-guest.sh" bench-overhead 2>"$lg.err" |
-        watch_marks "$lg.marks" "$out/qemu-$c" >"$lg.run"
+        watch_marks "$lg.marks" "$out/qemu-$c" "$qmp" "${palt_hz[$c]:-}" >"$lg.run"
     rc=${PIPESTATUS[0]}
     set -e
     # BENCH lines in order, joined with the marks of the same run; h's
@@ -306,6 +333,8 @@ run_one() {   # run_one CFG ROUND
             for (k = 2; k <= NF; k++) {
                 split($k, kv, "=")
                 if (kv[1] == "mode" && c == "h" && kv[2] == "plain") cc = "i"
+                if (kv[1] == "mode" && c == "r" && kv[2] == "plain") cc = "s"
+                if (kv[1] == "mode" && c == "u" && kv[2] == "plain") cc = "v"
                 if (kv[1] == "rep") rep = kv[2]
                 if (kv[1] == "ns") ns = kv[2]
                 if (kv[1] == "checksum") sum = kv[2]
@@ -321,8 +350,9 @@ run_one() {   # run_one CFG ROUND
             "(log: $lg.run)"
     fi
     log "round $r $c (${label[$c]}): $(awk -v c="$c" -v r="$r" \
-        '($1 == c || (c == "h" && $1 == "i")) && $2 == r {
-            printf "%s%.3f/%.3f ", c == "h" ? $1 ":" : "", $4 / 1e9, $8 / 1e9 }' "$res")s" \
+        '($1 == c || (c == "h" && $1 == "i") || (c == "r" && $1 == "s") ||
+          (c == "u" && $1 == "v")) && $2 == r {
+            printf "%s%.3f/%.3f ", c ~ /^[hru]$/ ? $1 ":" : "", $4 / 1e9, $8 / 1e9 }' "$res")s" \
         "guest/host (load $load)"
 }
 
@@ -424,25 +454,29 @@ table() {
     ratio p d "profiled at 100 Hz / pmu=on plain" 1.01
     ratio q d "profiled at 1000 Hz / pmu=on plain"
     ratio h i "perf stat / plain, in one boot" 1.02
+    ratio r s "profiled 100 Hz / plain, in one boot" 1.01
+    ratio u v "profiled ${U_HZ:-1000} Hz / plain, in one boot"
     ratio h a "perf stat (h) / pmu=off"
     ratio i a "pmu=on plain (i) / pmu=off"
     ratio f b "branch kinds / perf stat (6 events)"
     ratio g b "loads, stores / perf stat (6 events)"
     ratio c d "perf record cycles / pmu=on plain"
     ratio e d "perf record insns / pmu=on plain"
-    [[ -n ${med[h]:-} ]] || return 0
-    # h and i's runs of one rep ran back to back in one boot: their ratio
-    # has the least of the host's noise in it.
-    awk -v col="$col" "$AWK_MEDIAN"'
-        ($1 == "h" || $1 == "i") && $col > 0 { v[$1, $2, $3] = $col }
-        END {
-            for (k in v) {
-                split(k, f, SUBSEP)
-                if (f[1] == "h" && v["i", f[2], f[3]] > 0) q[++n] = v[k] / v["i", f[2], f[3]]
-            }
-            if (n) printf "h/i of each rep (back to back): median %.4f over %d reps, quartiles %.4f %.4f\n",
-                median(q, n), n, q[int((n + 3) / 4)], q[int((3 * n + 3) / 4)]
-        }' "$res"
+    # An alternation's two runs of one rep ran back to back in one boot:
+    # their ratio has the least of the host's noise in it.
+    for pair in h:i r:s u:v; do
+        [[ -n ${med[${pair%:*}]:-} ]] || continue
+        awk -v col="$col" -v a="${pair%:*}" -v b="${pair#*:}" "$AWK_MEDIAN"'
+            ($1 == a || $1 == b) && $col > 0 { v[$1, $2, $3] = $col }
+            END {
+                for (k in v) {
+                    split(k, f, SUBSEP)
+                    if (f[1] == a && v[b, f[2], f[3]] > 0) q[++n] = v[k] / v[b, f[2], f[3]]
+                }
+                if (n) printf "%s/%s of each rep (back to back): median %.4f over %d reps, quartiles %.4f %.4f\n",
+                    a, b, median(q, n), n, q[int((n + 3) / 4)], q[int((3 * n + 3) / 4)]
+            }' "$res"
+    done
 }
 {
     echo "guest-overhead: $started, $rounds rounds x $ncfg configurations x $reps runs," \

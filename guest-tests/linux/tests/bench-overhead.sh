@@ -16,6 +16,10 @@
 #             odd reps, stat first in even ones): both sides of the ratio
 #             in one QEMU, seconds apart, so that the host's slow spells
 #             fall on both
+#     palt    plain runs in turn with and without a host profile, as alt:
+#             before a profiled run "BENCH-PROFILE on" goes to the console
+#             and the guest waits a second for the host to start its
+#             profile; after it "BENCH-PROFILE off" (the host stops it)
 #   vpmu.bench_event=E     the event of record (default cycles)
 #   vpmu.bench_events=E,E  the events of stat (default the six above)
 #   vpmu.bench_reps=N      runs per boot (default 3)
@@ -65,6 +69,14 @@ run_once() {
         "$BIN/bench-work" "$rounds" >w.out
         rc=$?
         ;;
+    profiled)
+        echo "BENCH-PROFILE on" >/dev/console
+        sleep 1
+        "$BIN/bench-work" "$rounds" >w.out
+        rc=$?
+        echo "BENCH-PROFILE off" >/dev/console
+        sleep 1
+        ;;
     stat)
         perf stat -x, -o s.csv -e "$EVENTS" -- "$BIN/bench-work" "$rounds" >w.out
         rc=$?
@@ -112,13 +124,15 @@ run_once() {
 i=0
 while [ $i -lt "$reps" ]; do
     i=$((i + 1))
-    if [ "$mode" != alt ]; then
+    other=stat
+    [ "$mode" != palt ] || other=profiled
+    if [ "$mode" != alt ] && [ "$mode" != palt ]; then
         run_once "$mode" $i
     elif [ $((i % 2)) = 1 ]; then
         run_once plain $i
-        run_once stat $i
+        run_once $other $i
     else
-        run_once stat $i
+        run_once $other $i
         run_once plain $i
     fi
 done
