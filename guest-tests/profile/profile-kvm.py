@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Host profiles of a guest under this host's KVM (vpmu-profile).
 
-Usage: profile-kvm.py QEMU
+Usage: profile-kvm.py QEMU HELPER
 
 A guest that spins at its reset vector (a 64 KiB BIOS whose last
 paragraph is `jmp $`: CS base 0xffff0000, IP 0xfff0, real mode, so
@@ -14,7 +14,13 @@ CPL 0), one vCPU, -accel kvm,vpmu=on, pmu-operator-profile=ip:
               reads every one as cpu-clock:G at 0xfffffff0, each 10 ms
   a stack profile is refused (the policy says ip)
 
-QEMU is started and stopped here, by pid.  TAP on stdout; 1..0 # SKIP
+Then with a vpmu-helper started here, whose policy is the consent where
+it serves the VM (-cpu ...,pmu-operator-profile=stack cannot overrule
+it): a VM whose policy has no operator-profile is refused any profile,
+one with "operator-profile = ip" a stack profile, and its ip profile
+runs.
+
+QEMU and the helper are started and stopped here, by pid.  TAP on stdout; 1..0 # SKIP
 without /dev/kvm or root.
 """
 import os
@@ -24,6 +30,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "migration"))
@@ -32,7 +39,7 @@ from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
 sys.path.insert(0, os.path.join(HERE, ".."))
 from pytap import Tap  # noqa: E402
 
-QEMU = sys.argv[1]
+QEMU, HELPER = sys.argv[1], sys.argv[2]
 PERF = shutil.which("perf")
 REQ = "profile-kvm test"
 
@@ -78,11 +85,79 @@ def checks(t, d, q):
          "at 0xfffffff0", p.stdout[:1500] + p.stderr[-800:])
 
 
+def qemu(d, name, cpu, bios, extra=""):
+    sock = os.path.join(d, name + ".qmp")
+    with open(os.path.join(d, name + ".err"), "w") as err:
+        p = subprocess.Popen([QEMU, "-name", f"guest={name}",
+                              "-accel", "kvm,vpmu=on" + extra, "-cpu", cpu,
+                              "-bios", bios, "-m", "64", "-display", "none",
+                              "-no-reboot", "-net", "none",
+                              "-qmp", f"unix:{sock},server=on,wait=off"],
+                             stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+    return p, sock
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def helper_checks(t, d, bios):
+    pol = os.path.join(d, "policy")
+    os.mkdir(pol)
+    with open(os.path.join(pol, "deny.conf"), "w") as f:
+        f.write("counters = 2\n")
+    with open(os.path.join(pol, "ip.conf"), "w") as f:
+        f.write("counters = 2\noperator-profile = ip\n")
+    hsock = os.path.join(d, "helper.sock")
+    with open(os.path.join(d, "helper.err"), "w") as err:
+        h = subprocess.Popen([HELPER, "--socket", hsock, "--policy-dir", pol],
+                             stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+    cpu = "host,pmu=on,pmu-operator-profile=stack"
+    try:
+        for _ in range(200):
+            if os.path.exists(hsock):
+                break
+            time.sleep(0.05)
+        f = os.path.join(d, "h.data")
+        for name, args, want in (
+                ("deny", {}, "profiles are denied by this VM's policy "
+                 "(vpmu-helper: operator-profile=deny)"),
+                ("ip", {"mode": "stack"}, "a stack profile is denied by "
+                 "this VM's policy (vpmu-helper: operator-profile=ip)")):
+            p, sock = qemu(d, name, cpu, bios, f",vpmu-helper={hsock}")
+            try:
+                q = QMP(sock)
+                err = profile(q, duration=1, format="perf", file=f, **args)
+                t.ok(err and want in err,
+                     f"helper policy {name}: -cpu's stack does not overrule "
+                     "it, refused", err)
+                if name == "ip":
+                    err = profile(q, duration=1, format="perf", file=f)
+                    stop_ev = q.event("VPMU_PROFILE_STOP", 20)
+                    t.ok(err is None and stop_ev and
+                         stop_ev["data"]["samples"] >= 1,
+                         "helper policy ip: an ip profile runs",
+                         f"{err} {stop_ev}")
+                q.close()
+            finally:
+                stop(p)
+    finally:
+        stop(h)
+
+
 def main():
     if not os.path.exists("/dev/kvm") or os.geteuid() != 0:
         Tap.skip_all("needs /dev/kvm and root")
     if not os.access(QEMU, os.X_OK):
         Tap.skip_all(f"no QEMU at {QEMU} (make qemu)")
+    if not os.access(HELPER, os.X_OK):
+        Tap.skip_all(f"no vpmu-helper at {HELPER}")
     t = Tap()
     d = tempfile.mkdtemp(prefix="vpmu-profile-kvm-")
     bios = os.path.join(d, "spin.bin")
@@ -102,13 +177,10 @@ def main():
         q = QMP(sock)
         checks(t, d, q)
         q.close()
+        stop(p)
+        helper_checks(t, d, bios)
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p)
         shutil.rmtree(d, ignore_errors=True)
     return t.end()
 

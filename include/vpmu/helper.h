@@ -22,6 +22,7 @@
 
 #include <vpmu/export.h>
 #include <vpmu/perf.h>
+#include <vpmu/profile.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,8 @@ typedef struct VpmuHelperPolicy {
     bool cgroup;                /* the VM was known by its cgroup */
     bool operator_metrics;      /* the host operator may count this VM
                                    (operator events: the tenant's consent) */
+    VpmuProfileMode operator_profile;   /* what host profiles of it may
+                                           take (the tenant's consent) */
 } VpmuHelperPolicy;
 
 typedef struct VpmuHelperStats {

@@ -233,6 +233,7 @@ START_TEST(test_operator)
     ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)), 0);
     vpmu_helper_policy(h, &pol);
     ck_assert(!pol.operator_metrics);
+    ck_assert_int_eq(pol.operator_profile, VPMU_PROFILE_DENY);
     vpmu_helper_perf_sys(h, &sys);
     ck_assert_int_eq(sys.open(sys.ctx, &a, getpid(), -1, -1, op), -EACCES);
     vpmu_helper_stats(h, &st);
@@ -240,10 +241,13 @@ START_TEST(test_operator)
                      "'web' does not allow them (operator = no)");
     vpmu_helper_free(h);
 
-    write_file(dir, "web.conf", "events = allow 0xc0\noperator = yes\n");
+    write_file(dir, "web.conf", "events = allow 0xc0\noperator = yes\n"
+               "operator-profile = stack\n");
     ck_assert_int_eq(vpmu_helper_connect(sock, &h, err, sizeof(err)), 0);
     vpmu_helper_policy(h, &pol);
     ck_assert(pol.operator_metrics);
+    /* The hello carries the profile policy too (bits 4-5). */
+    ck_assert_int_eq(pol.operator_profile, VPMU_PROFILE_STACK);
     vpmu_helper_perf_sys(h, &sys);
     /* Cache misses: outside the guest's filter, the operator's to count. */
     a.config = PERF_COUNT_HW_CACHE_MISSES;

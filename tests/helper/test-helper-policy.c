@@ -29,6 +29,7 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(p.counters, 4);
     /* No consent unless the file says so. */
     ck_assert(!p.pinned && !p.raw && !p.operator_metrics);
+    ck_assert_int_eq(p.operator_profile, VPMU_PROFILE_DENY);
     helper_policy_clear(&p);
 }
 END_TEST
@@ -43,7 +44,8 @@ START_TEST(test_every_key)
         "  counters=6\n"
         "pinned = yes\n"
         "raw = no\n"
-        "operator = yes", &p, err, sizeof(err)), 0);
+        "operator = yes\n"
+        "operator-profile = stack", &p, err, sizeof(err)), 0);
     ck_assert_str_eq(p.events, "allow 0x3c, 0xc0");
     ck_assert_ptr_nonnull(p.filter);
     /* Intel cycles 0x3c and instructions 0xc0 pass; branches 0xc4 not. */
@@ -52,6 +54,11 @@ START_TEST(test_every_key)
     ck_assert(!vpmu_filter_allows_event(p.filter, 0xc4));
     ck_assert_uint_eq(p.counters, 6);
     ck_assert(p.pinned && !p.raw && p.operator_metrics);
+    ck_assert_int_eq(p.operator_profile, VPMU_PROFILE_STACK);
+    helper_policy_clear(&p);
+    ck_assert_int_eq(helper_policy_parse("operator-profile = ip", &p, err,
+                                         sizeof(err)), 0);
+    ck_assert_int_eq(p.operator_profile, VPMU_PROFILE_IP);
     helper_policy_clear(&p);
 }
 END_TEST
@@ -61,7 +68,11 @@ static const struct {
     const char *text, *err;
 } bad[] = {
     { "colour = blue", "line 1: unknown key 'colour' (events, counters, "
-      "pinned, raw, operator)" },
+      "pinned, raw, operator, operator-profile)" },
+    { "operator-profile = yes", "line 1: operator-profile: 'yes' is not "
+      "deny, ip or stack" },
+    { "operator-profile = ip\noperator-profile = ip",
+      "line 2: 'operator-profile' given twice" },
     { "operator = maybe", "line 1: operator: 'maybe' is not yes or no" },
     { "operator = yes\noperator = no", "line 2: 'operator' given twice" },
     { "counters = 4\ncounters = 5", "line 2: 'counters' given twice" },

@@ -133,6 +133,18 @@ static void policy_from_hello(VpmuHelperPolicy *p, const VpmuHelperHello *m)
     p->raw = m->flags & VPMU_HELPER_POLICY_RAW;
     p->cgroup = m->flags & VPMU_HELPER_POLICY_CGROUP;
     p->operator_metrics = m->flags & VPMU_HELPER_POLICY_OPERATOR;
+    /* An older helper sends 0: deny.  A value past stack is not ours. */
+    switch ((m->flags & VPMU_HELPER_POLICY_PROFILE_MASK) >>
+            VPMU_HELPER_POLICY_PROFILE_SHIFT) {
+    case VPMU_PROFILE_IP:
+        p->operator_profile = VPMU_PROFILE_IP;
+        break;
+    case VPMU_PROFILE_STACK:
+        p->operator_profile = VPMU_PROFILE_STACK;
+        break;
+    default:
+        p->operator_profile = VPMU_PROFILE_DENY;
+    }
 }
 
 /* Connect and say hello; 0 or -errno with the reason in @err. */

@@ -84,6 +84,9 @@ typedef struct VpmuHelperHello {
 #define VPMU_HELPER_POLICY_RAW      (1u << 1)   /* guest raw events */
 #define VPMU_HELPER_POLICY_CGROUP   (1u << 2)   /* VM known by its cgroup */
 #define VPMU_HELPER_POLICY_OPERATOR (1u << 3)   /* operator events allowed */
+/* Host profiles: 0 deny, 1 ip, 2 stack (VpmuProfileMode), in bits 4-5. */
+#define VPMU_HELPER_POLICY_PROFILE_SHIFT 4
+#define VPMU_HELPER_POLICY_PROFILE_MASK  (3u << VPMU_HELPER_POLICY_PROFILE_SHIFT)
 
 _Static_assert(sizeof(VpmuHelperOpen) <= VPMU_HELPER_MSG_MAX &&
                sizeof(VpmuHelperHello) <= VPMU_HELPER_MSG_MAX,

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <vpmu/profile.h>
+
 #include <vpmu/filter.h>
 #include <vpmu/pmu.h>
 
@@ -26,6 +28,9 @@ typedef struct HelperPolicy {
     bool raw;                   /* "raw": guest raw events, yes / no */
     bool operator_metrics;      /* "operator": the host operator's events
                                    (tenant consent), yes / no */
+    VpmuProfileMode operator_profile;   /* "operator-profile": what host
+                                           profiles may take, deny / ip /
+                                           stack (tenant consent) */
 } HelperPolicy;
 
 #define HELPER_POLICY_COUNTERS_DEFAULT 4

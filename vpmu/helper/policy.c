@@ -11,8 +11,12 @@
  *   operator = no                     # the host operator may count this
  *                                     # VM (operator events): the
  *                                     # tenant's consent
+ *   operator-profile = deny           # what the host operator's profiles
+ *                                     # of this VM may take: deny, ip or
+ *                                     # stack (vpmu-profile)
  *
- * Every key is optional (defaults: all events, 4 counters, no, no, no); an
+ * Every key is optional (defaults: all events, 4 counters, no, no, no,
+ * deny); an
  * unknown key, a repeated one or a bad value is an error naming the line.
  * exclude_host is not a key: the helper always requires it.
  */
@@ -69,9 +73,11 @@ static int parse_line(HelperPolicy *p, const char *s, const char *e,
                       unsigned *seen, char *err, size_t errlen)
 {
     static const char *const keys[] = { "events", "counters", "pinned",
-                                        "raw", "operator" };
+                                        "raw", "operator",
+                                        "operator-profile" };
     static const unsigned nkeys = sizeof(keys) / sizeof(keys[0]);
-    bool *flag[] = { NULL, NULL, &p->pinned, &p->raw, &p->operator_metrics };
+    bool *flag[] = { NULL, NULL, &p->pinned, &p->raw, &p->operator_metrics,
+                     NULL };
     const char *eq = memchr(s, '=', e - s), *k = s, *ke, *v, *ve = e;
     char buf[sizeof(p->events)];
     unsigned key;
@@ -87,7 +93,8 @@ static int parse_line(HelperPolicy *p, const char *s, const char *e,
     }
     if (key == nkeys) {
         return vpmu_err(err, errlen, "unknown key '%.*s' (events, counters, "
-                        "pinned, raw, operator)", (int)(ke - k), k);
+                        "pinned, raw, operator, operator-profile)",
+                        (int)(ke - k), k);
     }
     if (*seen & (1u << key)) {
         return vpmu_err(err, errlen, "'%s' given twice", keys[key]);
@@ -118,6 +125,18 @@ static int parse_line(HelperPolicy *p, const char *s, const char *e,
                             (int)(ve - v), v, VPMU_INTEL_MAX_GP);
         }
         p->counters = n;
+        return 0;
+    }
+    if (key == 5) {
+        if ((size_t)(ve - v) >= sizeof(buf)) {
+            ve = v + sizeof(buf) - 1;
+        }
+        memcpy(buf, v, ve - v);
+        buf[ve - v] = '\0';
+        if (vpmu_profile_mode_parse(buf, &p->operator_profile) < 0) {
+            return vpmu_err(err, errlen, "operator-profile: '%s' is not "
+                            "deny, ip or stack", buf);
+        }
         return 0;
     }
     if (parse_bool(v, ve - v, flag[key]) < 0) {

@@ -392,7 +392,9 @@ static int serve_hello(HelperConn *c, const HelperServerOpts *o,
                   (c->policy.raw ? VPMU_HELPER_POLICY_RAW : 0) |
                   (c->cgroup ? VPMU_HELPER_POLICY_CGROUP : 0) |
                   (c->policy.operator_metrics ? VPMU_HELPER_POLICY_OPERATOR
-                                              : 0);
+                                              : 0) |
+                  (uint32_t)c->policy.operator_profile
+                      << VPMU_HELPER_POLICY_PROFILE_SHIFT;
     return send_reply(c, &hello.r, sizeof(hello), -1);
 }
 
