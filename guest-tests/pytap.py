@@ -9,7 +9,9 @@ and Prometheus started and queried the same way everywhere.
 """
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import urllib.parse
 import urllib.request
@@ -43,6 +45,17 @@ class Tap:
         """The plan; the exit status (1 if a result failed)."""
         print(f"1..{self.n}", flush=True)
         return 1 if self.failed else 0
+
+
+def stop_process(p, secs=20):
+    """Stop child @p by its pid: SIGTERM, SIGKILL after @secs."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(secs)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def free_port():

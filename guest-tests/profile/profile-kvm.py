@@ -26,7 +26,6 @@ without /dev/kvm or root.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "migration"))
 from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
 
 sys.path.insert(0, os.path.join(HERE, ".."))
-from pytap import Tap  # noqa: E402
+from pytap import Tap, stop_process  # noqa: E402
 
 QEMU, HELPER = sys.argv[1], sys.argv[2]
 PERF = shutil.which("perf")
@@ -97,16 +96,6 @@ def qemu(d, name, cpu, bios, extra=""):
     return p, sock
 
 
-def stop(p):
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
 def helper_checks(t, d, bios):
     pol = os.path.join(d, "policy")
     os.mkdir(pol)
@@ -146,9 +135,9 @@ def helper_checks(t, d, bios):
                          f"{err} {stop_ev}")
                 q.close()
             finally:
-                stop(p)
+                stop_process(p)
     finally:
-        stop(h)
+        stop_process(h)
 
 
 def main():
@@ -177,10 +166,10 @@ def main():
         q = QMP(sock)
         checks(t, d, q)
         q.close()
-        stop(p)
+        stop_process(p)
         helper_checks(t, d, bios)
     finally:
-        stop(p)
+        stop_process(p)
         shutil.rmtree(d, ignore_errors=True)
     return t.end()
 

@@ -48,7 +48,6 @@ import gzip
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -60,7 +59,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "migration"))
 from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
 
 sys.path.insert(0, os.path.join(HERE, ".."))
-from pytap import Tap  # noqa: E402
+from pytap import Tap, stop_process  # noqa: E402
 
 QEMU, IMAGE = sys.argv[1], sys.argv[2]
 TOOL = os.path.join(HERE, "..", "..", "vpmu", "profile", "vpmu-profile")
@@ -150,13 +149,7 @@ class Vm:
             self.qmp.close()
         except OSError:
             pass
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(20)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        stop_process(self.p)
 
 
 def test_policy(d):
