@@ -37,6 +37,14 @@ extern "C" {
  */
 #define VPMU_OPERATOR_COUNTER_ID(i) (0x80000000u + (i))
 
+/*
+ * A host profile's sampling event (include/vpmu/profile.h) on a counting
+ * source: bits 31 and 30.  Like the operator's events it is no guest
+ * counter (toggled for real, never parked or pinned), but it samples: its
+ * overflow callback is called as a guest counter's is.
+ */
+#define VPMU_PROFILE_COUNTER_ID 0xC0000000u
+
 typedef struct VpmuOperatorEvent {
     VpmuArchEvent event;        /* a named event, never VPMU_EVENT_RAW */
     bool user;                  /* count at CPL 3 */

@@ -66,6 +66,8 @@ typedef struct VpmuPerfSource VpmuPerfSource;
  * says so there and passes the rest to perf_event_open(2).
  */
 #define VPMU_PERF_OPEN_OPERATOR (1ul << 31)
+/* The same for a host profile's sampling event (VPMU_PROFILE_COUNTER_ID). */
+#define VPMU_PERF_OPEN_PROFILE  (1ul << 30)
 
 typedef struct VpmuPerfSys {
     /* perf_event_open(2): an fd or -errno.  The only way events are made. */

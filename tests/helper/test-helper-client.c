@@ -264,9 +264,18 @@ START_TEST(test_operator)
     for (int i = 0; i < 8; i++) {
         ck_assert_int_eq(sys.close(sys.ctx, fd[i]), 0);
     }
+    /* A profile's event: one, released as a profile's on close. */
+    fd[0] = sys.open(sys.ctx, &a, getpid(), -1, -1, VPMU_PERF_OPEN_PROFILE);
+    ck_assert_int_ge(fd[0], 0);
+    ck_assert_int_eq(sys.open(sys.ctx, &a, getpid(), -1, -1,
+                              VPMU_PERF_OPEN_PROFILE), -EBUSY);
+    ck_assert_int_eq(sys.close(sys.ctx, fd[0]), 0);
+    fd[0] = sys.open(sys.ctx, &a, getpid(), -1, -1, VPMU_PERF_OPEN_PROFILE);
+    ck_assert_int_ge(fd[0], 0);
+    ck_assert_int_eq(sys.close(sys.ctx, fd[0]), 0);
     vpmu_helper_stats(h, &st);
-    ck_assert_uint_eq(st.opens, 9);
-    ck_assert_uint_eq(st.refusals, 2);
+    ck_assert_uint_eq(st.opens, 11);
+    ck_assert_uint_eq(st.refusals, 3);
     vpmu_helper_free(h);
 }
 END_TEST

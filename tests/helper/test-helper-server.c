@@ -375,6 +375,73 @@ START_TEST(test_operator_allowed)
 }
 END_TEST
 
+/*
+ * A profile's sampling event needs operator-profile ip or stack: refused
+ * under deny; then one per thread, beside the guest's and the operator's
+ * (not under "operator = yes"), named, never pinned; a release says whose
+ * event it was.
+ */
+START_TEST(test_profile_event)
+{
+    VpmuHelperOpen req = open_req(getpid()), rel = { .tid = getpid() };
+    VpmuHelperReply rep;
+    VpmuHelperHello hello;
+    VpmuHelperHdr h;
+    char want[160];
+    int fd;
+
+    req.flags = VPMU_HELPER_OPEN_PROFILE;
+    refused(&req, sizeof(req), -EACCES, "profiles: the policy of VM "
+            "'test-vm' does not allow them (operator-profile = deny)");
+    ck_assert_uint_eq(fake_opens, 0);
+    helper_conn_close(&conn);
+    close(cli);
+    setup_policy("events = allow 0x3c, 0x76, 0xc0\ncounters = 2\n"
+                 "operator-profile = ip\n");
+    hdr(&h, VPMU_HELPER_HELLO, sizeof(h));
+    ck_assert_int_eq(send(cli, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    ck_assert_int_eq(helper_conn_serve(&conn, &opts), 0);
+    ck_assert_int_eq(recv(cli, &hello, sizeof(hello), 0),
+                     (ssize_t)sizeof(hello));
+    req.flags = VPMU_HELPER_OPEN_OPERATOR;
+    refused(&req, sizeof(req), -EACCES, "operator events: the policy of VM "
+            "'test-vm' does not allow them (operator = no)");
+    req.flags = VPMU_HELPER_OPEN_OPERATOR | VPMU_HELPER_OPEN_PROFILE;
+    refused(&req, sizeof(req), -EINVAL, "an event is an operator event or "
+            "a profile's, not both");
+    /* Branches: outside the guest's filter, the profile's to sample. */
+    req.flags = VPMU_HELPER_OPEN_PROFILE;
+    req.attr.config = PERF_COUNT_HW_BRANCH_INSTRUCTIONS;
+    req.attr.sample_period = 10007;
+    ck_assert_int_eq(ask(&req, sizeof(req), &rep, &fd), 0);
+    close(fd);
+    snprintf(want, sizeof(want), "thread %d holds 1 profile event, the "
+             "most the policy of VM 'test-vm' allows", (int)getpid());
+    refused(&req, sizeof(req), -EBUSY, want);
+    ck_assert_uint_eq(conn.stats.profile_opens, 1);
+    ck_assert_uint_eq(conn.stats.operator_opens, 0);
+    /* A guest event is released as the guest's: none is open. */
+    hdr(&rel.hdr, VPMU_HELPER_RELEASE, sizeof(rel));
+    snprintf(want, sizeof(want), "thread %d holds no guest event of this "
+             "connection", (int)getpid());
+    refused(&rel, sizeof(rel), -ENOENT, want);
+    rel.flags = VPMU_HELPER_OPEN_PROFILE;
+    ck_assert_int_eq(ask(&rel, sizeof(rel), &rep, &fd), 0);
+    ck_assert_int_eq(ask(&req, sizeof(req), &rep, &fd), 0);
+    close(fd);
+    ck_assert_uint_eq(conn.stats.profile_opens, 2);
+    req.attr.type = PERF_TYPE_RAW;
+    req.attr.config = 0x3c;
+    refused(&req, sizeof(req), -EACCES, "raw event 0x3c: profile events "
+            "are named events");
+    req = open_req(getpid());
+    req.flags = VPMU_HELPER_OPEN_PROFILE;
+    req.attr.pinned = 1;
+    refused(&req, sizeof(req), -EPERM, "profile events are never pinned "
+            "(the guest's events come first)");
+}
+END_TEST
+
 /* burst 8, 1 a second: the 9th open at once is refused. */
 START_TEST(test_rate)
 {
@@ -417,8 +484,8 @@ START_TEST(test_malformed)
              "takes %zu", sizeof(req));
     refused(big, sizeof(big), -EMSGSIZE, want);
     req = open_req(getpid());
-    req.flags = 6;
-    refused(&req, sizeof(req), -EPROTO, "unknown flags 0x6");
+    req.flags = 0xc;
+    refused(&req, sizeof(req), -EPROTO, "unknown flags 0xc");
     ck_assert_uint_eq(fake_opens, 0);
 }
 END_TEST
@@ -520,9 +587,9 @@ START_TEST(test_log_limit)
 
     opts.log = count_log;
     log_lines = 0;
-    req.flags = 2;
+    req.flags = 4;
     for (int i = 0; i < 12; i++) {
-        refused(&req, sizeof(req), -EPROTO, "unknown flags 0x2");
+        refused(&req, sizeof(req), -EPROTO, "unknown flags 0x4");
     }
     ck_assert_uint_eq(log_lines, 9);
     snprintf(want, sizeof(want), "vpmu-helper: pid %d (VM 'test-vm'): "
@@ -576,6 +643,7 @@ int main(void)
     tcase_add_test(tc, test_event_limit);
     tcase_add_test(tc, test_operator_denied);
     tcase_add_test(tc, test_operator_allowed);
+    tcase_add_test(tc, test_profile_event);
     tcase_add_test(tc, test_rate);
     tcase_add_test(tc, test_malformed);
     tcase_add_test(tc, test_no_policy);

@@ -317,6 +317,62 @@ START_TEST(test_operator_hard)
 }
 END_TEST
 
+static void count_call(void *ctx)
+{
+    (*(unsigned *)ctx)++;
+}
+
+/*
+ * A host profile's sampling event (VPMU_PROFILE_COUNTER_ID): opened with
+ * VPMU_PERF_OPEN_PROFILE for vpmu-helper, never pinned even where the
+ * guest's are, with the overflow signal, toggled for real, never parked;
+ * the service calls its overflow as a guest counter's, once per pass.
+ */
+START_TEST(test_profile_event)
+{
+    VpmuPerfSourceOpts o = SIG;
+    const VpmuSourceOps *ops = vpmu_perf_source_ops();
+    unsigned calls = 0;
+    VpmuSourceAttr a = {
+        .event = VPMU_EVENT_CYCLES, .count_user = true, .count_kernel = true,
+        .count_host = true, .count_guest = true, .sample_period = 1000,
+        .counter_id = VPMU_PROFILE_COUNTER_ID,
+        .overflow = count_call, .overflow_ctx = &calls,
+    };
+    VpmuSourceHandle *h;
+    uint64_t v;
+    FakeFd *fd;
+
+    o.pinned = true;
+    env_up(HOST_HW, &o);
+    ck_assert_int_eq(ops->open(env.src, &a, &h), 0);
+    fd = fake_sys_last(&env.fs);
+    ck_assert_uint_eq(fd->open_flags,
+                      PERF_FLAG_FD_CLOEXEC | VPMU_PERF_OPEN_PROFILE);
+    ck_assert(!fd->attr.pinned);
+    ck_assert_uint_eq(fd->attr.sample_period, 1000);
+    ck_assert(fd->sig == 40 && fd->async);
+    ck_assert_int_eq(ops->enable(env.src, h), 0);
+    run(1500);
+    ck_assert_int_eq(vpmu_perf_source_service(env.src), 1);
+    ck_assert_uint_eq(calls, 1);
+    run(499);                                   /* 1999: no second period */
+    ck_assert_int_eq(vpmu_perf_source_service(env.src), 0);
+    run(1);
+    ck_assert_int_eq(vpmu_perf_source_service(env.src), 1);
+    ck_assert_uint_eq(calls, 2);
+    ck_assert_int_eq(ops->disable(env.src, h), 0);
+    ck_assert(!fd->enabled);
+    run(700);                                   /* off: counted by no one */
+    ck_assert_int_eq(ops->read(env.src, h, &v), 0);
+    ck_assert_uint_eq(v, 2000);
+    ops->close(env.src, h);
+    ck_assert(!fd->open);
+    ck_assert_uint_eq(perf_stats().parked, 0);
+    env_down();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf-soft");
@@ -324,6 +380,7 @@ int main(void)
 
     tcase_add_test(tc, test_toggle_exact);
     tcase_add_test(tc, test_operator_hard);
+    tcase_add_test(tc, test_profile_event);
     tcase_add_test(tc, test_skew_rearm);
     tcase_add_test(tc, test_pmi_handler);
     tcase_add_test(tc, test_tick_release);

@@ -257,8 +257,8 @@ static int helper_open(void *ctx, struct perf_event_attr *attr, pid_t pid,
     VpmuHelper *h = ctx;
     VpmuHelperOpen req = {
         .tid = pid,
-        .flags = flags & VPMU_PERF_OPEN_OPERATOR ? VPMU_HELPER_OPEN_OPERATOR
-                                                 : 0,
+        .flags = flags & VPMU_PERF_OPEN_OPERATOR ? VPMU_HELPER_OPEN_OPERATOR :
+                 flags & VPMU_PERF_OPEN_PROFILE ? VPMU_HELPER_OPEN_PROFILE : 0,
         .attr = *attr,
     };
     union {

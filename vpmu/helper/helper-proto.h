@@ -61,7 +61,15 @@ typedef struct VpmuHelperOpen {
  * the guest's, and not subject to the guest's event filter.
  */
 #define VPMU_HELPER_OPEN_OPERATOR   (1u << 0)
-#define VPMU_HELPER_OPEN_FLAGS      VPMU_HELPER_OPEN_OPERATOR
+/*
+ * A host profile's sampling event (include/vpmu/profile.h): allowed only
+ * by a policy whose operator-profile is ip or stack, a named event with
+ * exclude_host, never pinned, at most one per thread.  Never with
+ * VPMU_HELPER_OPEN_OPERATOR.
+ */
+#define VPMU_HELPER_OPEN_PROFILE    (1u << 1)
+#define VPMU_HELPER_OPEN_FLAGS      (VPMU_HELPER_OPEN_OPERATOR | \
+                                     VPMU_HELPER_OPEN_PROFILE)
 
 /* Every reply: the status and, when it is a refusal, why. */
 typedef struct VpmuHelperReply {

@@ -88,11 +88,13 @@ typedef struct HelperThread {
     pid_t tid;
     unsigned events;            /* opened and not released */
     unsigned operator_events;   /* ... of them the operator's */
+    unsigned profile_events;    /* ... and a profile's (at most 1) */
 } HelperThread;
 
 typedef struct HelperStats {
     uint64_t requests, opens, refusals, releases;
     uint64_t operator_opens;    /* of opens, the operator's */
+    uint64_t profile_opens;     /* of opens, a profile's */
 } HelperStats;
 
 /* One client connection. */

@@ -206,31 +206,66 @@ static int sys_open(const HelperServerOpts *o, struct perf_event_attr *attr,
     return fd < 0 ? -errno : (int)fd;
 }
 
+/* Whose event an OPEN or RELEASE is: "guest", "operator", "profile". */
+static const char *event_kind(const VpmuHelperOpen *req)
+{
+    return req->flags & VPMU_HELPER_OPEN_OPERATOR ? "operator" :
+           req->flags & VPMU_HELPER_OPEN_PROFILE ? "profile" : "guest";
+}
+
+/*
+ * The tenant's consent to the host operator's events ("operator = yes")
+ * and to a profile's sampling event (operator-profile ip or stack).
+ */
+static int check_consent(HelperConn *c, const HelperServerOpts *o,
+                         const VpmuHelperOpen *req)
+{
+    const HelperPolicy *p = &c->policy;
+
+    if ((req->flags & VPMU_HELPER_OPEN_FLAGS) == VPMU_HELPER_OPEN_FLAGS) {
+        return refuse(c, o, &req->hdr, -EINVAL, "an event is an operator "
+                      "event or a profile's, not both");
+    }
+    if ((req->flags & VPMU_HELPER_OPEN_OPERATOR) && !p->operator_metrics) {
+        return refuse(c, o, &req->hdr, -EACCES, "operator events: the "
+                      "policy of VM '%s' does not allow them (operator = "
+                      "no)", c->vm);
+    }
+    if ((req->flags & VPMU_HELPER_OPEN_PROFILE) &&
+        p->operator_profile == VPMU_PROFILE_DENY) {
+        return refuse(c, o, &req->hdr, -EACCES, "profiles: the policy of "
+                      "VM '%s' does not allow them (operator-profile = "
+                      "deny)", c->vm);
+    }
+    return 1;
+}
+
 /*
  * The policy's verdict on an event the perf source builds: 1, or refused.
- * The operator's events (VPMU_HELPER_OPEN_OPERATOR) need the tenant's
- * consent ("operator = yes") and are named events; the guest's filter
- * bounds what the guest programs, not what the host's operator counts.
+ * The operator's events (VPMU_HELPER_OPEN_OPERATOR) and a profile's
+ * (VPMU_HELPER_OPEN_PROFILE) need the tenant's consent and are named
+ * events; the guest's filter bounds what the guest programs, not what the
+ * host's operator counts or samples.
  */
 static int check_policy(HelperConn *c, const HelperServerOpts *o,
                         const VpmuHelperOpen *req, const VpmuPerfAttrInfo *ev)
 {
     const HelperPolicy *p = &c->policy;
-    bool op = req->flags & VPMU_HELPER_OPEN_OPERATOR;
+    bool op = req->flags & VPMU_HELPER_OPEN_FLAGS;
     uint64_t code = ev->raw_config;
+    int r = check_consent(c, o, req);
 
-    if (op && !p->operator_metrics) {
-        return refuse(c, o, &req->hdr, -EACCES, "operator events: the "
-                      "policy of VM '%s' does not allow them (operator = "
-                      "no)", c->vm);
+    if (r <= 0) {
+        return r;
     }
     if (!ev->clock && !ev->exclude_host) {
         return refuse(c, o, &req->hdr, -EPERM, "exclude_host is required "
                       "(the event would count the host too)");
     }
     if (op && ev->pinned) {
-        return refuse(c, o, &req->hdr, -EPERM, "operator events are never "
-                      "pinned (the guest's events come first)");
+        return refuse(c, o, &req->hdr, -EPERM, "%s events are never "
+                      "pinned (the guest's events come first)",
+                      event_kind(req));
     }
     if (!op && ev->pinned != p->pinned) {
         return refuse(c, o, &req->hdr, -EPERM, "the policy of VM '%s' "
@@ -239,8 +274,8 @@ static int check_policy(HelperConn *c, const HelperServerOpts *o,
     }
     if (ev->event == VPMU_EVENT_RAW && op) {
         return refuse(c, o, &req->hdr, -EACCES, "raw event 0x%llx: "
-                      "operator events are named events",
-                      (unsigned long long)code);
+                      "%s events are named events",
+                      (unsigned long long)code, event_kind(req));
     }
     if (ev->event == VPMU_EVENT_RAW && !p->raw) {
         return refuse(c, o, &req->hdr, -EACCES, "raw event 0x%llx: the "
@@ -286,17 +321,29 @@ static int refuse_open_failed(HelperConn *c, const HelperServerOpts *o,
                   h.module[0] ? h.module : "kvm_amd/kvm_intel");
 }
 
+/* The thread's events of @req's kind. */
+static unsigned *thread_kind(HelperThread *t, const VpmuHelperOpen *req,
+                             unsigned *guest)
+{
+    *guest = t->events - t->operator_events - t->profile_events;
+    return req->flags & VPMU_HELPER_OPEN_OPERATOR ? &t->operator_events :
+           req->flags & VPMU_HELPER_OPEN_PROFILE ? &t->profile_events :
+           guest;
+}
+
 /*
  * The guest's GP and fixed counters and the source's probe; the operator's
- * events apart, VPMU_OPERATOR_MAX_EVENTS of them.
+ * events apart, VPMU_OPERATOR_MAX_EVENTS of them, and one profile's.
  */
-static bool thread_has_room(const HelperThread *t, const HelperPolicy *p,
-                            bool op)
+static bool thread_has_room(HelperThread *t, const HelperPolicy *p,
+                            const VpmuHelperOpen *req)
 {
-    unsigned guest = t->events - t->operator_events;
+    unsigned guest, *n = thread_kind(t, req, &guest);
 
-    return op ? t->operator_events < VPMU_OPERATOR_MAX_EVENTS
-              : guest < p->counters + VPMU_INTEL_V5_MAX_FIXED + 1;
+    return req->flags & VPMU_HELPER_OPEN_OPERATOR ?
+               *n < VPMU_OPERATOR_MAX_EVENTS :
+           req->flags & VPMU_HELPER_OPEN_PROFILE ? *n < 1 :
+               *n < p->counters + VPMU_INTEL_V5_MAX_FIXED + 1;
 }
 
 static int serve_open(HelperConn *c, const HelperServerOpts *o,
@@ -304,9 +351,9 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
 {
     VpmuHelperReply reply = { .hdr = req->hdr };
     struct perf_event_attr attr = req->attr;
-    bool op = req->flags & VPMU_HELPER_OPEN_OPERATOR;
     VpmuPerfAttrInfo ev;
     HelperThread *t;
+    unsigned guest;
     int fd, r;
 
     if (!c->have_policy) {
@@ -330,12 +377,13 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
         return r;
     }
     t = thread_of(c, req->tid, true);
-    if (!t || !thread_has_room(t, &c->policy, op)) {
+    if (!t || !thread_has_room(t, &c->policy, req)) {
+        unsigned n = t ? *thread_kind(t, req, &guest) : 0;
+
         return refuse(c, o, &req->hdr, -EBUSY, "thread %d holds %u %s "
-                      "events, the most the policy of VM '%s' allows",
-                      (int)req->tid, !t ? 0 : op ? t->operator_events
-                                                 : t->events - t->operator_events,
-                      op ? "operator" : "guest", c->vm);
+                      "event%s, the most the policy of VM '%s' allows",
+                      (int)req->tid, n, event_kind(req), n == 1 ? "" : "s",
+                      c->vm);
     }
     fd = sys_open(o, &attr, req->tid);
     if (fd < 0) {
@@ -350,10 +398,15 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
     r = send_reply(c, &reply, sizeof(reply), fd);
     close(fd);
     if (r == 0) {
+        bool op = req->flags & VPMU_HELPER_OPEN_OPERATOR;
+        bool prof = req->flags & VPMU_HELPER_OPEN_PROFILE;
+
         t->events++;
         t->operator_events += op;
+        t->profile_events += prof;
         c->stats.opens++;
         c->stats.operator_opens += op;
+        c->stats.profile_opens += prof;
     }
     return r;
 }
@@ -363,16 +416,16 @@ static int serve_release(HelperConn *c, const HelperServerOpts *o,
 {
     VpmuHelperReply reply = { .hdr = req->hdr };
     HelperThread *t = thread_of(c, req->tid, false);
-    bool op = req->flags & VPMU_HELPER_OPEN_OPERATOR;
+    unsigned guest, *n = t ? thread_kind(t, req, &guest) : NULL;
 
-    if (!t || (op ? !t->operator_events
-                  : t->events == t->operator_events)) {
+    if (!n || !*n) {
         return refuse(c, o, &req->hdr, -ENOENT, "thread %d holds no %s "
                       "event of this connection", (int)req->tid,
-                      op ? "operator" : "guest");
+                      event_kind(req));
     }
     t->events--;
-    t->operator_events -= op;
+    t->operator_events -= !!(req->flags & VPMU_HELPER_OPEN_OPERATOR);
+    t->profile_events -= !!(req->flags & VPMU_HELPER_OPEN_PROFILE);
     c->stats.releases++;
     return send_reply(c, &reply, sizeof(reply), -1);
 }

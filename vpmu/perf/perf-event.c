@@ -41,7 +41,7 @@ _Static_assert(sizeof(VpmuPerfReading) == 3 * sizeof(uint64_t),
 /* --- system calls --------------------------------------------------- */
 
 int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
-                       bool op)
+                       unsigned long kind)
 {
     /* The fd must not leak into a child the front end may exec. */
     unsigned long flags = PERF_FLAG_FD_CLOEXEC;
@@ -50,7 +50,7 @@ int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
     src->stats.sys_opens++;
     if (src->sys.open) {
         return src->sys.open(src->sys.ctx, pattr, src->tid, -1, -1,
-                             flags | (op ? VPMU_PERF_OPEN_OPERATOR : 0));
+                             flags | kind);
     }
     r = syscall(SYS_perf_event_open, pattr, src->tid, -1, -1, flags);
     return r < 0 ? -errno : (int)r;
@@ -361,9 +361,9 @@ static int event_notify(VpmuPerfSource *src, int fd)
 }
 
 int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
-                         bool op, int *fd)
+                         unsigned long kind, int *fd)
 {
-    int r = vpmu_perf_sys_open(src, pattr, op);
+    int r = vpmu_perf_sys_open(src, pattr, kind);
 
     if (r < 0) {
         return vpmu_perf_fail(src, true, r);
@@ -371,7 +371,7 @@ int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
     *fd = r;
     src->stats.opens++;
     /* The operator's events never overflow (operator.c): no signal. */
-    if (src->opts.notify_signal && !op) {
+    if (src->opts.notify_signal && kind != VPMU_PERF_OPEN_OPERATOR) {
         r = event_notify(src, *fd);
         if (r < 0) {
             vpmu_perf_sys_close(src, *fd);

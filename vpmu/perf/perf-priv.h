@@ -57,7 +57,8 @@ struct VpmuSourceHandle {
                                        the host period programmed now */
     VpmuSourceAttr attr;            /* the guest's request (active only) */
     bool clock;             /* task-clock fallback: host ns, guest ticks */
-    bool op;                /* the host operator's (never parked) */
+    bool op;                /* the operator's or a profile's, not the
+                               guest's (never parked) */
     bool enabled;           /* the guest counter counts */
     bool hw_on;             /* the host event is enabled */
     bool skewed;            /* the kernel's countdown is ahead of the
@@ -101,11 +102,12 @@ struct VpmuPerfSource {
 };
 
 /*
- * perf-event.c: system calls through src->sys, -errno on failure.  @op:
- * the host operator's event (VPMU_PERF_OPEN_OPERATOR).
+ * perf-event.c: system calls through src->sys, -errno on failure.  @kind:
+ * 0 for a guest counter's event, else VPMU_PERF_OPEN_OPERATOR or
+ * VPMU_PERF_OPEN_PROFILE.
  */
 int vpmu_perf_sys_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
-                       bool op);
+                       unsigned long kind);
 int vpmu_perf_sys_ioctl(VpmuPerfSource *src, int fd, unsigned long req,
                         unsigned long arg);
 void vpmu_perf_sys_close(VpmuPerfSource *src, int fd);
@@ -121,7 +123,7 @@ uint64_t vpmu_perf_ticks_to_ns(uint64_t ticks, uint64_t hz);
 bool vpmu_perf_same_key(const struct perf_event_attr *a,
                         const struct perf_event_attr *b);
 int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
-                         bool op, int *fd);
+                         unsigned long kind, int *fd);
 int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h);
 
 /* perf-host.c: KVM's mediated vPMU (include/vpmu/host.h). */

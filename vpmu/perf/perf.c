@@ -63,7 +63,7 @@ static int rearm_parked(VpmuPerfSource *src, VpmuSourceHandle *h,
 }
 
 static int new_handle(VpmuPerfSource *src, const struct perf_event_attr *pa,
-                      bool op, VpmuSourceHandle **out)
+                      unsigned long kind, VpmuSourceHandle **out)
 {
     VpmuSourceHandle *h = calloc(1, sizeof(*h));
     int r;
@@ -74,8 +74,8 @@ static int new_handle(VpmuPerfSource *src, const struct perf_event_attr *pa,
     h->src = src;
     h->pattr = *pa;
     h->clock = src->clock_only;
-    h->op = op;
-    r = vpmu_perf_event_open(src, &h->pattr, op, &h->fd);
+    h->op = kind != 0;
+    r = vpmu_perf_event_open(src, &h->pattr, kind, &h->fd);
     if (r < 0) {
         vpmu_perf_host_open_failed(src, &h->pattr, r);
         free(h);
@@ -92,16 +92,20 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
     struct perf_event_attr pattr;
     VpmuSourceHandle *h;
     /*
-     * The host operator's events are never parked nor taken from the
-     * guest's parked ones: vpmu-helper counts them apart, by their open.
+     * The host operator's events and a profile's are never parked nor
+     * taken from the guest's parked ones: vpmu-helper counts them apart,
+     * by their open.
      */
-    bool op = attr->counter_id >= VPMU_OPERATOR_COUNTER_ID(0);
+    unsigned long kind = attr->counter_id == VPMU_PROFILE_COUNTER_ID ?
+                         VPMU_PERF_OPEN_PROFILE :
+                         attr->counter_id >= VPMU_OPERATOR_COUNTER_ID(0) ?
+                         VPMU_PERF_OPEN_OPERATOR : 0;
     int r = vpmu_perf_build_attr(src, attr, &pattr);
 
     if (r < 0) {
         return r;
     }
-    h = op ? NULL : take_parked(src, &pattr);
+    h = kind ? NULL : take_parked(src, &pattr);
     if (h) {
         r = rearm_parked(src, h, pattr.sample_period);
         if (r < 0) {
@@ -110,7 +114,7 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
         }
         src->stats.reuses++;
     } else {
-        r = new_handle(src, &pattr, op, &h);
+        r = new_handle(src, &pattr, kind, &h);
         if (r < 0) {
             return r;
         }
