@@ -7,7 +7,14 @@ A guest that spins at its reset vector (a 64 KiB BIOS whose last
 paragraph is `jmp $`: CS base 0xffff0000, IP 0xfff0, real mode, so
 CPL 0), one vCPU, -accel kvm,vpmu=on, pmu-operator-profile=ip:
 
-  by period   refused under KVM with a clear error, no profile starts
+  by period   the profile's own host event (cycles every 10^7): one
+              sample per overflow signal, so 1 to floor(count / 10^7) of
+              them (VPMU_PROFILE_STOP's count), and perf script reads
+              every one as cycles:G at 0xfffffff0, each 10^7.  On a host
+              without a hardware PMU (no /sys/bus/event_source/devices/
+              cpu) the task clock backs cycles, as it does the guest's,
+              and instructions is refused with the reason, no profile
+              starting; with one, instructions runs as cycles does
   by time     100 Hz for 2 s as perf.data: VPMU_PROFILE_STOP's samples
               are 1 to 201 (the tick is guest time; a 2 s window holds
               at most 200 ticks and one at its start), and perf script
@@ -17,8 +24,8 @@ CPL 0), one vCPU, -accel kvm,vpmu=on, pmu-operator-profile=ip:
 Then with a vpmu-helper started here, whose policy is the consent where
 it serves the VM (-cpu ...,pmu-operator-profile=stack cannot overrule
 it): a VM whose policy has no operator-profile is refused any profile,
-one with "operator-profile = ip" a stack profile, and its ip profile
-runs.
+one with "operator-profile = ip" a stack profile, and its ip profiles
+run, by time and by period (the helper opens the profile's event).
 
 QEMU and the helper are started and stopped here, by pid.  TAP on stdout; 1..0 # SKIP
 without /dev/kvm or root.
@@ -52,13 +59,62 @@ def profile(q, **args):
         return str(e)
 
 
+def host_pmu():
+    """Whether perf has this host's hardware PMU (hybrid: cpu_core)."""
+    devs = "/sys/bus/event_source/devices"
+    return any(os.path.isdir(os.path.join(devs, n))
+               for n in ("cpu", "cpu_core"))
+
+
+def script_check(t, f, n, event, period, what):
+    """perf script reads @n samples of @event, each @period, at the spin."""
+    if not PERF:
+        t.skip(f"{what}: perf script, every sample at the reset vector",
+               "no perf (linux-perf)")
+        return
+    p = subprocess.run([PERF, "script", "-i", f, "--guestkallsyms=/dev/null",
+                        "-F", "period,event,ip"], capture_output=True,
+                       text=True, timeout=120)
+    rows = re.findall(r"^\s*(\d+)\s+" + re.escape(event) +
+                      r":G:\s*\n\s+([0-9a-f]+)", p.stdout, re.M)
+    t.ok(p.returncode == 0 and len(rows) == n and
+         all(r == (str(period), "fffffff0") for r in rows),
+         f"{what}: perf script reads {len(rows)} samples, each {event}:G, "
+         f"{period}, at 0xfffffff0", p.stdout[:1500] + p.stderr[-800:])
+
+
+def period_checks(t, d, q):
+    f = os.path.join(d, "period.data")
+    P = 10 ** 7
+    if not host_pmu():
+        err = profile(q, duration=2, event="instructions", period=P,
+                      format="perf", file=f)
+        t.ok(err and "the profile's event: 'instructions' is not counted "
+             "on this host" in err and
+             not q.event("VPMU_PROFILE_START", 0.5),
+             "by period, instructions without a host PMU: refused with "
+             "the reason, no profile starts", err)
+    events = ("cycles",) if not host_pmu() else ("cycles", "instructions")
+    for ev in events:
+        err = profile(q, duration=2, event=ev, period=P, format="perf",
+                      file=f)
+        start = q.event("VPMU_PROFILE_START", 5)
+        stop = q.event("VPMU_PROFILE_STOP", 30)
+        n = stop and stop["data"]["samples"]
+        most = stop and stop["data"]["count"] // P
+        t.ok(err is None and start and start["data"]["event"] == ev and
+             stop and 1 <= n <= most and "error" not in stop["data"],
+             f"by period, {ev} every {P}: {n} samples (1 to floor(count "
+             f"/ period) = {most})", f"{err} {start} {stop}")
+        if stop:
+            script_check(t, f, n, ev, P, f"by period, {ev}")
+        else:
+            t.skip(f"by period, {ev}: perf script", "no profile")
+
+
 def checks(t, d, q):
     f = os.path.join(d, "kvm.data")
-    err = profile(q, duration=2, event="instructions", period=100000,
-                  format="perf", file=f)
-    t.ok(err and "under KVM, profiles sample by frequency" in err and
-         not q.event("VPMU_PROFILE_START", 0.5),
-         "by period: refused under KVM, no profile starts", err)
+    period_checks(t, d, q)
     err = profile(q, duration=2, mode="stack", format="perf", file=f)
     t.ok(err and "a stack profile is denied" in err,
          "a stack profile: refused (policy ip)", err)
@@ -69,19 +125,10 @@ def checks(t, d, q):
     t.ok(err is None and start and stop and 1 <= n <= 201 and
          "error" not in stop["data"],
          f"100 Hz for 2 s: {n} samples (1 to 201)", f"{err} {start} {stop}")
-    if not PERF or not stop:
-        t.skip("perf script: every sample at the reset vector",
-               "no perf (linux-perf)" if not PERF else "no profile")
-        return
-    p = subprocess.run([PERF, "script", "-i", f, "--guestkallsyms=/dev/null",
-                        "-F", "period,event,ip"], capture_output=True,
-                       text=True, timeout=120)
-    rows = re.findall(r"^\s*(\d+)\s+cpu-clock:G:\s*\n\s+([0-9a-f]+)",
-                      p.stdout, re.M)
-    t.ok(p.returncode == 0 and len(rows) == n and
-         all(r == ("10000000", "fffffff0") for r in rows),
-         f"perf script: {len(rows)} samples, each cpu-clock:G, 10 ms, "
-         "at 0xfffffff0", p.stdout[:1500] + p.stderr[-800:])
+    if stop:
+        script_check(t, f, n, "cpu-clock", 10000000, "100 Hz")
+    else:
+        t.skip("100 Hz: perf script", "no profile")
 
 
 def qemu(d, name, cpu, bios, extra=""):
@@ -133,6 +180,15 @@ def helper_checks(t, d, bios):
                          stop_ev["data"]["samples"] >= 1,
                          "helper policy ip: an ip profile runs",
                          f"{err} {stop_ev}")
+                    # By period: the helper opens the profile's event.
+                    err = profile(q, duration=1, event="cycles",
+                                  period=10 ** 7, format="perf", file=f)
+                    stop_ev = q.event("VPMU_PROFILE_STOP", 20)
+                    t.ok(err is None and stop_ev and
+                         1 <= stop_ev["data"]["samples"] <=
+                         stop_ev["data"]["count"] // 10 ** 7,
+                         "helper policy ip: a profile by period runs on "
+                         "the event the helper opened", f"{err} {stop_ev}")
                 q.close()
             finally:
                 stop_process(p)
