@@ -51,6 +51,8 @@ typedef struct VpmuProfileRegs {
     uint64_t ip;                /* RIP */
     uint64_t fp;                /* RBP */
     bool user;                  /* CPL 3 */
+    uint64_t sp;                /* RSP: where a kernel sample's task entered
+                                   (vpmu_profile_entry_regs()) */
 } VpmuProfileRegs;
 
 /**
@@ -70,6 +72,22 @@ typedef struct VpmuProfileRegs {
 VPMU_API unsigned vpmu_profile_unwind(const VpmuProfileRegs *regs,
                                       VpmuGuestRead read, void *opaque,
                                       uint64_t *pcs, unsigned max);
+
+/**
+ * vpmu_profile_entry_regs() - the user registers with which a kernel
+ * sample's task entered the kernel: Linux's struct pt_regs at the top of
+ * the 16 KiB task stack that @regs->sp lies in (task_pt_regs(), x86-64:
+ * no padding above it), as perf's user part of a kernel sample starts.
+ * @user: receives RIP, RBP and RSP from it, user = true.
+ *
+ * Return: 0; -ENOENT for a user sample, or if what lies there is not a
+ * user entry's frame: CS or SS not at RPL 3, RFLAGS without its fixed
+ * bit 1, RIP or RSP outside the user half (a kernel thread, an IRQ
+ * stack, another kernel's stack size); -EFAULT from @read.
+ */
+VPMU_API int vpmu_profile_entry_regs(const VpmuProfileRegs *regs,
+                                     VpmuGuestRead read, void *opaque,
+                                     VpmuProfileRegs *user);
 
 /* --- Symbols ----------------------------------------------------------- */
 

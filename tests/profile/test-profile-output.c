@@ -288,6 +288,78 @@ START_TEST(test_perf_data)
 }
 END_TEST
 
+/*
+ * A kernel sample of a task in a syscall: its chain marks the kernel's
+ * frame (the ip; its rbp is no frame) and then, with PERF_CONTEXT_USER,
+ * the user's: the entry ip from pt_regs at the top of the 16 KiB task
+ * stack, and the user frames from its rbp.
+ */
+#define KTOP 0xffffc90000014000ull
+static uint64_t pt_regs[21];
+
+static int entry_read(void *opaque, uint64_t va, void *buf, size_t len)
+{
+    if (va >= KTOP - sizeof(pt_regs) && va + len <= KTOP) {
+        memcpy(buf, (uint8_t *)pt_regs + (va - (KTOP - sizeof(pt_regs))),
+               len);
+        return 0;
+    }
+    return fake_read(opaque, va, buf, len);
+}
+
+START_TEST(test_perf_data_entry)
+{
+    VpmuProfileOpts o = { .vm = "tenant1", .nr_vcpus = 1,
+                          .event = "cycles", .mode = VPMU_PROFILE_STACK };
+    VpmuProfileRegs k = { .ip = 0xffffffff83e00120ull, .fp = 1,
+                          .sp = KTOP - 0x400 };
+    VpmuProfile *p;
+    struct perf_event_header *h;
+    uint64_t *w, *r, off;
+    size_t len;
+    uint8_t *buf;
+
+    stack_words[0] = USTACK + 16;
+    stack_words[1] = 0x401105;
+    stack_words[2] = 0;
+    stack_words[3] = 0x401207;
+    memset(pt_regs, 0, sizeof(pt_regs));
+    pt_regs[4] = USTACK;                /* bp */
+    pt_regs[16] = 0x401030;             /* ip */
+    pt_regs[17] = 0x33;                 /* cs */
+    pt_regs[18] = 0x202;                /* flags */
+    pt_regs[19] = USTACK - 8;           /* sp */
+    pt_regs[20] = 0x2b;                 /* ss */
+    ck_assert_int_eq(vpmu_profile_new(&o, &p), 0);
+    ck_assert_int_eq(vpmu_profile_sample(p, 0, &k, 10, 1000, entry_read,
+                                         NULL), 0);
+    ck_assert_int_eq(vpmu_profile_write_perf(p, path_in("entry.data"), 7), 0);
+    vpmu_profile_free(p);
+    buf = slurp(path_in("entry.data"), &len);
+    w = (uint64_t *)buf;
+    off = w[5];
+    /* The COMM record, then the sample (no map: no MMAP). */
+    h = (void *)(buf + off);
+    ck_assert_uint_eq(h->type, PERF_RECORD_COMM);
+    off += h->size;
+    h = (void *)(buf + off);
+    r = (uint64_t *)(h + 1);
+    ck_assert_uint_eq(h->type, PERF_RECORD_SAMPLE);
+    ck_assert_uint_eq(h->misc, PERF_RECORD_MISC_GUEST_KERNEL);
+    ck_assert_uint_eq(r[0], 0xffffffff83e00120ull);
+    ck_assert_uint_eq(r[5], 6);         /* 2 markers, 1 + 3 pcs */
+    ck_assert_uint_eq(r[6], PERF_CONTEXT_KERNEL);
+    ck_assert_uint_eq(r[7], 0xffffffff83e00120ull);
+    ck_assert_uint_eq(r[8], PERF_CONTEXT_USER);
+    ck_assert_uint_eq(r[9], 0x401030);
+    ck_assert_uint_eq(r[10], 0x401105);
+    ck_assert_uint_eq(r[11], 0x401207);
+    ck_assert_uint_eq(h->size, 8 + 8 * 12);
+    ck_assert_uint_eq(off + h->size, len);
+    free(buf);
+}
+END_TEST
+
 /* protobuf: the next field of [*pos, end); false at the end. */
 static bool pb_next(const uint8_t *b, size_t *pos, size_t end, unsigned *field,
                     uint64_t *val, size_t *sub, size_t *sublen)
@@ -435,6 +507,7 @@ Suite *output_suite(void)
     tc = tcase_create("writers");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_perf_data);
+    tcase_add_test(tc, test_perf_data_entry);
     tcase_add_test(tc, test_pprof);
     tcase_add_test(tc, test_write_errors);
     suite_add_tcase(s, tc);

@@ -215,6 +215,124 @@ START_TEST(test_collector_bounds)
 }
 END_TEST
 
+/*
+ * A kernel sample's task stack (16 KiB at KSTACK) with the pt_regs of a
+ * syscall from user code at its top, beside the user stack at USTACK.
+ */
+#define KWORDS (16384 / 8)
+#define PT(i)  (KWORDS - 21 + (i))      /* pt_regs word i */
+
+static uint64_t kmem[KWORDS];
+
+static int two_read(void *opaque, uint64_t va, void *buf, size_t len)
+{
+    if (va >= KSTACK && va - KSTACK <= sizeof(kmem) - len) {
+        reads++;
+        memcpy(buf, (uint8_t *)kmem + (va - KSTACK), len);
+        return 0;
+    }
+    return fake_read(opaque, va, buf, len);
+}
+
+static void syscall_regs(void)
+{
+    memset(kmem, 0, sizeof(kmem));
+    kmem[PT(4)] = at(0);                /* bp: the user's frame */
+    kmem[PT(16)] = 0x401a10;            /* ip: after the syscall */
+    kmem[PT(17)] = 0x33;                /* cs: __USER_CS */
+    kmem[PT(18)] = 0x246;               /* flags: IF ZF PF, bit 1 */
+    kmem[PT(19)] = at(0) - 8;           /* sp */
+    kmem[PT(20)] = 0x2b;                /* ss: __USER_DS */
+    frame(0, at(4), 0x401b22);          /* the user's frames, as above */
+    frame(4, 0, 0x401c33);
+}
+
+START_TEST(test_entry_regs)
+{
+    VpmuProfileRegs k = { .ip = 0xffffffff81234567ull,
+                          .sp = KSTACK + 0x3e58 }, u;
+
+    syscall_regs();
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u), 0);
+    ck_assert(u.user);
+    ck_assert_uint_eq(u.ip, 0x401a10);
+    ck_assert_uint_eq(u.fp, at(0));
+    ck_assert_uint_eq(u.sp, at(0) - 8);
+    /* Anywhere in the 16 KiB: the same top. */
+    k.sp = KSTACK + 8;
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u), 0);
+    ck_assert_uint_eq(u.ip, 0x401a10);
+    /* Not a user entry's frame: each field checked. */
+    kmem[PT(17)] = 0x10;                /* __KERNEL_CS: a kernel thread */
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u),
+                     -ENOENT);
+    kmem[PT(17)] = 0x33;
+    kmem[PT(20)] = 0x18;
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u),
+                     -ENOENT);
+    kmem[PT(20)] = 0x2b;
+    kmem[PT(18)] = 0;
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u),
+                     -ENOENT);
+    kmem[PT(18)] = 0x246;
+    kmem[PT(16)] = 0xffffffff81000000ull;
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u),
+                     -ENOENT);
+    kmem[PT(16)] = 0x401a10;
+    kmem[PT(19)] = 0xffffc90000000000ull;
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u),
+                     -ENOENT);
+    kmem[PT(19)] = at(0) - 8;
+    /* A user sample has none; a stack that cannot be read faults. */
+    u = k;
+    u.user = true;
+    ck_assert_int_eq(vpmu_profile_entry_regs(&u, two_read, NULL, &u),
+                     -ENOENT);
+    k.sp = KSTACK + 0x10000;
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u),
+                     -EFAULT);
+    k.sp = 0x7ffc00001000ull;           /* not a kernel stack */
+    ck_assert_int_eq(vpmu_profile_entry_regs(&k, two_read, NULL, &u),
+                     -ENOENT);
+}
+END_TEST
+
+/*
+ * The collector: a kernel sample's chain is its kernel frames, then the
+ * user frames of its task's entry (ip, then the return addresses); in
+ * mode ip, the sampled ip alone.
+ */
+START_TEST(test_kernel_then_user)
+{
+    VpmuProfileOpts o = { .vm = "t", .nr_vcpus = 1, .event = "cycles",
+                          .mode = VPMU_PROFILE_STACK };
+    VpmuProfileRegs k = { .ip = 0xffffffff81234567ull,
+                          .fp = KSTACK + 0x3e00, .sp = KSTACK + 0x3df0 };
+    VpmuProfileStats st;
+    VpmuProfile *p;
+
+    syscall_regs();
+    kmem[0x3e00 / 8] = KSTACK + 0x3e40;                 /* one frame up */
+    kmem[0x3e00 / 8 + 1] = 0xffffffff81000100ull;
+    kmem[0x3e40 / 8] = 0;                               /* the last */
+    kmem[0x3e40 / 8 + 1] = 0xffffffff81000200ull;
+    ck_assert_int_eq(vpmu_profile_new(&o, &p), 0);
+    ck_assert_int_eq(vpmu_profile_sample(p, 0, &k, 0, 100, two_read, NULL),
+                     0);
+    vpmu_profile_stats(p, &st);
+    /* 3 kernel (ip + 2 returns) and 3 user (ip + 2 returns). */
+    ck_assert_uint_eq(st.frames, 6);
+    vpmu_profile_free(p);
+    o.mode = VPMU_PROFILE_IP;
+    ck_assert_int_eq(vpmu_profile_new(&o, &p), 0);
+    ck_assert_int_eq(vpmu_profile_sample(p, 0, &k, 0, 100, two_read, NULL),
+                     0);
+    vpmu_profile_stats(p, &st);
+    ck_assert_uint_eq(st.frames, 1);
+    vpmu_profile_free(p);
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
     Suite *s = suite_create("profile-unwind");
@@ -228,6 +346,8 @@ static Suite *profile_suite(void)
     tcase_add_test(tc, test_depth_bound);
     tcase_add_test(tc, test_modes);
     tcase_add_test(tc, test_collector_bounds);
+    tcase_add_test(tc, test_entry_regs);
+    tcase_add_test(tc, test_kernel_then_user);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,8 +5,10 @@
  * perf report and perf script read: a header, one attribute, and the data
  * section's PERF_RECORD_COMM and PERF_RECORD_SAMPLE records.  Samples are
  * the guest's, marked as `perf kvm record` marks them:
- * PERF_RECORD_MISC_GUEST_KERNEL / _GUEST_USER, and call chains that start
- * with PERF_CONTEXT_GUEST_KERNEL / _GUEST_USER.
+ * PERF_RECORD_MISC_GUEST_KERNEL / _GUEST_USER.  Their call chains mark
+ * the kernel's and the user's frames with PERF_CONTEXT_KERNEL / _USER:
+ * Debian's perf 6.1 drops chains with the _GUEST_ markers ("invalid
+ * callchain context") and resolves these in the guest machine as well.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -150,7 +152,8 @@ static size_t put_mmaps(FILE *f, const VpmuProfile *p, uint32_t pid)
 static size_t put_sample(FILE *f, uint32_t pid, unsigned cpu,
                          const ProfSample *s, const uint64_t *pcs)
 {
-    uint64_t rec[8 + VPMU_PROFILE_MAX_DEPTH];
+    uint64_t rec[9 + VPMU_PROFILE_MAX_DEPTH];
+    unsigned nk = s->user ? 0 : s->nk;
     struct perf_event_header *h = (void *)rec;
     size_t n = 1;
 
@@ -162,10 +165,18 @@ static size_t put_sample(FILE *f, uint32_t pid, unsigned cpu,
     rec[n++] = s->time_ns;                              /* TIME */
     rec[n++] = cpu;                                     /* CPU, reserved */
     rec[n++] = s->period;                               /* PERIOD */
-    rec[n++] = s->nr + 1;                               /* CALLCHAIN */
-    rec[n++] = s->user ? PERF_CONTEXT_USER : PERF_CONTEXT_KERNEL;
-    memcpy(&rec[n], pcs, s->nr * sizeof(*pcs));
-    n += s->nr;
+    /* CALLCHAIN: the kernel's frames, then the user's, each marked. */
+    rec[n++] = s->nr + !!nk + (s->nr > nk);
+    if (nk) {
+        rec[n++] = PERF_CONTEXT_KERNEL;
+        memcpy(&rec[n], pcs, nk * sizeof(*pcs));
+        n += nk;
+    }
+    if (s->nr > nk) {
+        rec[n++] = PERF_CONTEXT_USER;
+        memcpy(&rec[n], pcs + nk, (s->nr - nk) * sizeof(*pcs));
+        n += s->nr - nk;
+    }
     h->size = (uint16_t)(n * sizeof(*rec));
     fwrite(rec, sizeof(*rec), n, f);
     return n * sizeof(*rec);

@@ -248,8 +248,10 @@ static void put_sample(Pprof *pp, unsigned vcpu, const ProfSample *s,
 {
     Buf ids = { 0 }, vals = { 0 };
 
+    /* A return address, but for the sampled ip and a task's entry ip. */
     for (unsigned i = 0; i < s->nr; i++) {
-        put_varint(&ids, location_id(pp, pcs[i], i > 0));
+        put_varint(&ids, location_id(pp, pcs[i],
+                                     i > 0 && (s->user || i != s->nk)));
     }
     put_varint(&vals, count);
     put_varint(&vals, count * s->period);
@@ -267,7 +269,8 @@ static void put_sample(Pprof *pp, unsigned vcpu, const ProfSample *s,
 /* Same stack, mode and period: one sample of count 2 instead of two. */
 static bool same(const ProfVcpu *v, const ProfSample *a, const ProfSample *b)
 {
-    return a->nr == b->nr && a->user == b->user && a->period == b->period &&
+    return a->nr == b->nr && a->nk == b->nk && a->user == b->user &&
+           a->period == b->period &&
            !memcmp(&v->pcs[a->first], &v->pcs[b->first],
                    a->nr * sizeof(uint64_t));
 }

@@ -11,12 +11,17 @@
 
 #include <vpmu/profile.h>
 
-/* One sample; its call chain is pcs[first, first + nr) of its vCPU. */
+/*
+ * One sample; its call chain is pcs[first, first + nr) of its vCPU: a
+ * user sample's user frames, or a kernel sample's nk kernel frames and
+ * then the user frames of where its task entered the kernel.
+ */
 typedef struct ProfSample {
     uint64_t time_ns;
     uint64_t period;
     uint32_t first;
     uint8_t nr;
+    uint8_t nk;
     uint8_t user;
 } ProfSample;
 

@@ -133,15 +133,24 @@ int vpmu_profile_sample(VpmuProfile *p, unsigned vcpu,
                         uint64_t period, VpmuGuestRead read, void *opaque)
 {
     uint64_t pcs[VPMU_PROFILE_MAX_DEPTH];
-    unsigned nr;
+    bool stack = p->mode == VPMU_PROFILE_STACK && read;
+    VpmuProfileRegs entry;
+    unsigned nr, nk;
     ProfVcpu *v;
 
     if (vcpu >= p->nr_vcpus) {
         return -EINVAL;
     }
     v = &p->vcpus[vcpu];
-    nr = vpmu_profile_unwind(regs, p->mode == VPMU_PROFILE_STACK ? read : NULL,
-                             opaque, pcs, VPMU_PROFILE_MAX_DEPTH);
+    nr = vpmu_profile_unwind(regs, stack ? read : NULL, opaque, pcs,
+                             VPMU_PROFILE_MAX_DEPTH);
+    nk = regs->user ? 0 : nr;
+    /* A kernel sample goes on into the user code its task came from. */
+    if (stack && !regs->user && nr < VPMU_PROFILE_MAX_DEPTH &&
+        vpmu_profile_entry_regs(regs, read, opaque, &entry) == 0) {
+        nr += vpmu_profile_unwind(&entry, read, opaque, &pcs[nr],
+                                  VPMU_PROFILE_MAX_DEPTH - nr);
+    }
     if (!reserve(v, nr, p->max_samples)) {
         v->lost++;
         return -ENOSPC;
@@ -149,7 +158,7 @@ int vpmu_profile_sample(VpmuProfile *p, unsigned vcpu,
     memcpy(&v->pcs[v->npcs], pcs, nr * sizeof(*pcs));
     v->samples[v->n++] = (ProfSample){
         .time_ns = time_ns, .period = period, .first = (uint32_t)v->npcs,
-        .nr = (uint8_t)nr, .user = regs->user,
+        .nr = (uint8_t)nr, .nk = (uint8_t)nk, .user = regs->user,
     };
     v->npcs += nr;
     return 0;

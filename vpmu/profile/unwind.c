@@ -33,6 +33,25 @@
 #define USER_FRAME_SPAN   (8ull << 20)
 #define KERNEL_FRAME_SPAN (16ull << 10)
 
+/*
+ * x86-64 Linux's task stack: THREAD_SIZE (16 KiB without KASAN), aligned
+ * to its size (THREAD_ALIGN, vmalloc'd stacks), with struct pt_regs at
+ * its very top (TOP_OF_KERNEL_STACK_PADDING is 0 on x86-64).  pt_regs
+ * (arch/x86/include/asm/ptrace.h) is 21 words: r15 r14 r13 r12 bp bx r11
+ * r10 r9 r8 ax cx dx si di orig_ax ip cs flags sp ss.
+ */
+#define TASK_STACK_SIZE   (16ull << 10)
+#define PT_REGS_WORDS     21
+#define PT_REGS_BP        4
+#define PT_REGS_IP        16
+#define PT_REGS_CS        17
+#define PT_REGS_FLAGS     18
+#define PT_REGS_SP        19
+#define PT_REGS_SS        20
+/* A selector's RPL (SDM Vol. 3A 3.4.2); RFLAGS bit 1 is always 1. */
+#define SEL_RPL_MASK      3ull
+#define RFLAGS_FIXED      (1ull << 1)
+
 int vpmu_profile_mode_parse(const char *text, VpmuProfileMode *mode)
 {
     static const VpmuProfileMode modes[] = {
@@ -98,4 +117,32 @@ unsigned vpmu_profile_unwind(const VpmuProfileRegs *regs, VpmuGuestRead read,
         fp = frame[0];
     }
     return n;
+}
+
+int vpmu_profile_entry_regs(const VpmuProfileRegs *regs, VpmuGuestRead read,
+                            void *opaque, VpmuProfileRegs *user)
+{
+    uint64_t top = (regs->sp & ~(TASK_STACK_SIZE - 1)) + TASK_STACK_SIZE;
+    uint64_t pt[PT_REGS_WORDS];
+
+    if (regs->user || !in_half(regs->sp, false) || top < TASK_STACK_SIZE) {
+        return -ENOENT;
+    }
+    if (read(opaque, top - sizeof(pt), pt, sizeof(pt)) < 0) {
+        return -EFAULT;
+    }
+    if ((pt[PT_REGS_CS] & SEL_RPL_MASK) != 3 ||
+        (pt[PT_REGS_SS] & SEL_RPL_MASK) != 3 ||
+        !(pt[PT_REGS_FLAGS] & RFLAGS_FIXED) ||
+        pt[PT_REGS_IP] == 0 || !in_half(pt[PT_REGS_IP], true) ||
+        !in_half(pt[PT_REGS_SP], true)) {
+        return -ENOENT;
+    }
+    *user = (VpmuProfileRegs){
+        .ip = pt[PT_REGS_IP],
+        .fp = pt[PT_REGS_BP],
+        .sp = pt[PT_REGS_SP],
+        .user = true,
+    };
+    return 0;
 }
