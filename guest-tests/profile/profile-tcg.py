@@ -33,6 +33,12 @@ guest      The image's kernel (vmlinuz, with KASLR) runs profile-guest:
            (--guestkallsyms at the runtime addresses) reads all the
            samples, chains calls_b <- calls_a <- main from the ELF.
   clock    100 Hz for 2 s, ip: 1 to 201 samples of cpu-clock, each 10 ms.
+  syscalls instructions (both modes) every 10007 as perf.data over three
+           runs of "calls sys" (main -> calls_s: N / 10 getppid calls by
+           the syscall instruction): kernel samples go on, after their
+           kernel frames, into the user code their task entered from
+           (pt_regs at the top of its kernel stack): some have
+           calls_s <- main as their user part.
 
 calls' share: a whole run of main retires 20N + c user instructions, 18N
 in calls_b's loop (N = 1e6, c a dozen), so exactly 18N/P or one more of
@@ -362,6 +368,58 @@ def check_perf(d, path, stop, ksyms_path):
        p.stdout[:2500] + p.stderr[-1500:])
 
 
+KERNEL_HALF = 0xffff800000000000
+FRAME = re.compile(r"^\s+([0-9a-f]+) (\S+) \(")
+
+
+def script_samples(text):
+    """perf script's samples: each a list of (address, symbol) frames."""
+    out = []
+    for block in text.split("\n\n"):
+        frames = [(int(m.group(1), 16), m.group(2).split("+")[0])
+                  for m in map(FRAME.match, block.splitlines()[1:]) if m]
+        if frames:
+            out.append(frames)
+    return out
+
+
+def check_syscalls(d, vm, binaries, smap, ksyms_path):
+    """A profile of both modes over calls' getppid loop: the kernel
+    samples go on into the user code that made the call."""
+    if not vm.wait_for(vm.console, "VPMU-SYSCALLS-READY", 900):
+        T.skip("kernel samples carry their task's user chain",
+               "the guest did not reach its system calls")
+        return
+    f = os.path.join(d, "sys.data")
+    err = vm.profile(file=f, duration=120, event="instructions", period=P,
+                     format="perf", binaries=binaries,
+                     **{"system-map": smap})
+    vm.wait_for(vm.console, "VPMU-SYSCALLS-DONE", 300)
+    vm.qmp.cmd("vpmu-profile-stop", {"requester": REQ})
+    vm.qmp.event("VPMU_PROFILE_START", 5)
+    stop = (vm.qmp.event("VPMU_PROFILE_STOP", 30) or {}).get("data")
+    what = "kernel samples carry their task's user chain"
+    if err or not stop:
+        ok(False, what, f"{err} {stop}")
+        return
+    if not PERF:
+        T.skip(what, "no perf (linux-perf)")
+        return
+    p = subprocess.run([PERF, "script", "-i", f,
+                        f"--guestkallsyms={ksyms_path}"],
+                       capture_output=True, text=True, timeout=300)
+    kern = [s for s in script_samples(p.stdout) if s[0][0] >= KERNEL_HALF]
+    tails = [[sym for a, sym in s if a < KERNEL_HALF] for s in kern]
+    ordered = all(all(a < KERNEL_HALF for a, _ in s[i:])
+                  for s in kern for i in range(len(s))
+                  if s[i][0] < KERNEL_HALF)
+    calls = sum(1 for t in tails if t[:2] == ["calls_s", "main"])
+    ok(p.returncode == 0 and calls > 0 and ordered,
+       f"{what}: {calls} of "
+       f"{len(kern)} kernel samples go on to calls_s <- main (user frames "
+       "after the kernel's)", p.stdout[:2000] + p.stderr[-800:])
+
+
 def test_guest(d):
     for f in ("vmlinuz", "vmlinux", "initramfs.cpio.gz", "calls"):
         if not os.path.exists(os.path.join(IMAGE, f)):
@@ -453,6 +511,7 @@ def run_guest(d, vm):
     else:
         T.skip("vpmu-profile --svg", "no graphviz dot or go tool")
 
+    check_syscalls(d, vm, binaries, smap, ksyms_path)
     exited = vm.wait_for(vm.console, "VPMU-GUEST-EXIT", 900)
     con = vm.text(vm.console)
     for m in re.finditer(r"^(not ok|ok) \d+ - (.*)$", con, re.M):

@@ -53,6 +53,8 @@ typedef struct VpmuProfileRegs {
     bool user;                  /* CPL 3 */
     uint64_t sp;                /* RSP: where a kernel sample's task entered
                                    (vpmu_profile_entry_regs()) */
+    bool la57;                  /* CR4.LA57: 5-level paging, whose halves
+                                   of the address space are wider */
 } VpmuProfileRegs;
 
 /**
@@ -63,7 +65,8 @@ typedef struct VpmuProfileRegs {
  * A frame is [fp] = the caller's fp, [fp + 8] = the return address.  The
  * walk stops at the first frame that cannot be one: fp not 8-aligned, not
  * above the previous one or more than a stack's size above it, outside
- * the sampled mode's half of the address space; a return address outside
+ * the sampled mode's half of the address space (@regs->la57 says how
+ * wide); a return address outside
  * it or zero; a read that fails.  So a bad pointer ends the chain; at most
  * @max - 1 reads are made.
  *

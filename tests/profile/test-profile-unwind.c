@@ -216,6 +216,35 @@ START_TEST(test_collector_bounds)
 END_TEST
 
 /*
+ * 5-level paging: Linux's stacks lie in the wider kernel half, below
+ * 0xffff800000000000; only with la57 are they walked.
+ */
+START_TEST(test_la57)
+{
+    VpmuProfileRegs r = { .ip = 0xffffffff81234567ull, .user = false };
+    uint64_t pcs[8];
+
+    mem_base = 0xff53d792005e3000ull;
+    r.fp = at(2);
+    frame(2, at(8), 0xffffffff81000100ull);
+    frame(8, 0, 0xffffffff81000200ull);
+    ck_assert_uint_eq(vpmu_profile_unwind(&r, fake_read, NULL, pcs, 8), 1);
+    ck_assert_uint_eq(reads, 0);
+    r.la57 = true;
+    ck_assert_uint_eq(vpmu_profile_unwind(&r, fake_read, NULL, pcs, 8), 3);
+    ck_assert_uint_eq(pcs[2], 0xffffffff81000200ull);
+    /* A user address of the 57-bit half: a frame only with la57. */
+    r = (VpmuProfileRegs){ .ip = 0x401000, .user = true, .la57 = true };
+    mem_base = 0x00ff000000000000ull;
+    r.fp = at(0);
+    frame(0, 0, 0x401b22);
+    ck_assert_uint_eq(vpmu_profile_unwind(&r, fake_read, NULL, pcs, 8), 2);
+    r.la57 = false;
+    ck_assert_uint_eq(vpmu_profile_unwind(&r, fake_read, NULL, pcs, 8), 1);
+}
+END_TEST
+
+/*
  * A kernel sample's task stack (16 KiB at KSTACK) with the pt_regs of a
  * syscall from user code at its top, beside the user stack at USTACK.
  */
@@ -346,6 +375,7 @@ static Suite *profile_suite(void)
     tcase_add_test(tc, test_depth_bound);
     tcase_add_test(tc, test_modes);
     tcase_add_test(tc, test_collector_bounds);
+    tcase_add_test(tc, test_la57);
     tcase_add_test(tc, test_entry_regs);
     tcase_add_test(tc, test_kernel_then_user);
     suite_add_tcase(s, tc);

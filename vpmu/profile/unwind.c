@@ -16,13 +16,15 @@
 #include <vpmu/profile.h>
 
 /*
- * x86-64 with 4-level paging: user addresses below 2^47, kernel ones
- * from 0xffff800000000000 (SDM Vol. 1 3.3.7.1, canonical addressing).
- * With 5-level paging the halves are wider; a chain in the extra range
- * stops early, never wrongly.
+ * The two canonical halves (SDM Vol. 1 3.3.7.1): with 4-level paging user
+ * addresses lie below 2^47 and kernel ones from 0xffff800000000000; with
+ * 5-level paging (CR4.LA57, 57-bit addresses) below 2^56 and from
+ * 0xff00000000000000, where Linux then puts its stacks (vmalloc).
  */
 #define USER_TOP          0x0000800000000000ull
 #define KERNEL_BOTTOM     0xffff800000000000ull
+#define USER_TOP_LA57     0x0100000000000000ull
+#define KERNEL_BOTTOM_LA57 0xff00000000000000ull
 
 /*
  * The most one frame may be above the previous one: a user frame within
@@ -80,9 +82,12 @@ const char *vpmu_profile_mode_name(VpmuProfileMode mode)
     return "?";
 }
 
-static bool in_half(uint64_t addr, bool user)
+static bool in_half(uint64_t addr, bool user, bool la57)
 {
-    return user ? addr < USER_TOP : addr >= KERNEL_BOTTOM;
+    if (user) {
+        return addr < (la57 ? USER_TOP_LA57 : USER_TOP);
+    }
+    return addr >= (la57 ? KERNEL_BOTTOM_LA57 : KERNEL_BOTTOM);
 }
 
 unsigned vpmu_profile_unwind(const VpmuProfileRegs *regs, VpmuGuestRead read,
@@ -102,11 +107,11 @@ unsigned vpmu_profile_unwind(const VpmuProfileRegs *regs, VpmuGuestRead read,
     while (n < max && read) {
         uint64_t frame[2];      /* [0] the caller's fp, [1] the return */
 
-        if (fp == 0 || (fp & 7) || !in_half(fp, regs->user) ||
+        if (fp == 0 || (fp & 7) || !in_half(fp, regs->user, regs->la57) ||
             read(opaque, fp, frame, sizeof(frame)) < 0) {
             break;
         }
-        if (frame[1] == 0 || !in_half(frame[1], regs->user)) {
+        if (frame[1] == 0 || !in_half(frame[1], regs->user, regs->la57)) {
             break;
         }
         pcs[n++] = frame[1];
@@ -125,7 +130,8 @@ int vpmu_profile_entry_regs(const VpmuProfileRegs *regs, VpmuGuestRead read,
     uint64_t top = (regs->sp & ~(TASK_STACK_SIZE - 1)) + TASK_STACK_SIZE;
     uint64_t pt[PT_REGS_WORDS];
 
-    if (regs->user || !in_half(regs->sp, false) || top < TASK_STACK_SIZE) {
+    if (regs->user || !in_half(regs->sp, false, regs->la57) ||
+        top < TASK_STACK_SIZE) {
         return -ENOENT;
     }
     if (read(opaque, top - sizeof(pt), pt, sizeof(pt)) < 0) {
@@ -134,8 +140,8 @@ int vpmu_profile_entry_regs(const VpmuProfileRegs *regs, VpmuGuestRead read,
     if ((pt[PT_REGS_CS] & SEL_RPL_MASK) != 3 ||
         (pt[PT_REGS_SS] & SEL_RPL_MASK) != 3 ||
         !(pt[PT_REGS_FLAGS] & RFLAGS_FIXED) ||
-        pt[PT_REGS_IP] == 0 || !in_half(pt[PT_REGS_IP], true) ||
-        !in_half(pt[PT_REGS_SP], true)) {
+        pt[PT_REGS_IP] == 0 || !in_half(pt[PT_REGS_IP], true, regs->la57) ||
+        !in_half(pt[PT_REGS_SP], true, regs->la57)) {
         return -ENOENT;
     }
     *user = (VpmuProfileRegs){
@@ -143,6 +149,7 @@ int vpmu_profile_entry_regs(const VpmuProfileRegs *regs, VpmuGuestRead read,
         .fp = pt[PT_REGS_BP],
         .sp = pt[PT_REGS_SP],
         .user = true,
+        .la57 = regs->la57,
     };
     return 0;
 }

@@ -11,7 +11,7 @@
 # profile's against).
 # shellcheck source=SCRIPTDIR/../tap-lib.sh
 . /vpmu/tap-lib.sh
-plan 2
+plan 3
 
 # vpmu.kallsyms=ttyS1: where the host reads the symbols; vpmu.runs=N.
 RUNS=40
@@ -53,4 +53,15 @@ while [ $r -lt "$RUNS" ]; do
 done
 echo "VPMU-PROFILE-DONE"
 check "$RUNS runs under the host's profiles count exactly as before" [ $same = 1 ]
+# Then system calls from known user code, for a profile of both modes:
+# the host starts it at READY (it polls the console every 0.2 s).
+echo "VPMU-SYSCALLS-READY"
+sleep 2
+sys_ok=1
+for r in 1 2 3; do
+    "$BIN/calls" sys || sys_ok=0
+done
+echo "VPMU-SYSCALLS-DONE"
+sleep 3     # the host stops its profile before this guest powers off
+check "calls sys: 3 runs of N / 10 getppid calls exited 0" [ $sys_ok = 1 ]
 finish

@@ -9,6 +9,10 @@
  *     jnz  1b        a: N, b: 9N
  * Frame pointers: each function's frame is [saved rbp, return address],
  * what a host profile walks.
+ *
+ * "calls sys": main -> calls_s instead, N / 10 getppid system calls made
+ * with the syscall instruction itself (no libc frame between): a kernel
+ * sample there has calls_s <- main as its task's user part.
  */
 #ifndef N
 #error "build with -DN=<iterations>"
@@ -16,6 +20,7 @@
 
 __attribute__((noinline)) void calls_b(unsigned long n);
 __attribute__((noinline)) void calls_a(unsigned long n);
+__attribute__((noinline)) void calls_s(unsigned long n);
 
 __attribute__((noinline)) void calls_b(unsigned long n)
 {
@@ -30,8 +35,22 @@ __attribute__((noinline)) void calls_a(unsigned long n)
     calls_b(9 * n);
 }
 
-int main(void)
+/* SYSCALL clobbers RCX and R11 (SDM Vol. 2B); 110 is x86-64's getppid. */
+__attribute__((noinline)) void calls_s(unsigned long n)
 {
-    calls_a(N);
+    unsigned long r;
+
+    __asm__ volatile("1:\tmov $110, %%eax\n\tsyscall\n\tdec %0\n\tjnz 1b"
+                     : "+r"(n), "=&a"(r) : : "rcx", "r11", "memory");
+}
+
+int main(int argc, char **argv)
+{
+    (void)argv;
+    if (argc > 1) {
+        calls_s(N / 10);
+    } else {
+        calls_a(N);
+    }
     return 0;
 }
