@@ -193,6 +193,93 @@ check_operator() {
         no_operator "/tmp/$cfg.q.op-stopped.json"
 }
 
+# --- the host's profile of L2 (profile-kvm.sh, QEMU 0031) ---------------------
+# evget NAME FIELD: number FIELD of the last QMP event NAME L1 saw.
+evget() {
+    grep "\"event\": *\"$1\"" "/tmp/$cfg.events" 2>/dev/null | tail -n1 |
+        sed -n "s/.*\"$2\": *\([0-9-][0-9]*\).*/\1/p"
+}
+# script_stacks FILE: perf script's samples of instructions:u in FILE, as
+# "SAMPLES TOP-STACK-SAMPLES B-SAMPLES MAIN-SAMPLES TOP-STACK": the most
+# frequent innermost three frames ("f <- g <- h"), the samples at calls_b
+# under calls_a under main, the samples with main in their chain.
+script_stacks() {
+    perf script -i "$1" --guestkallsyms=/dev/null 2>"$1.err" | awk '
+        function end() {
+            if (k != "") { c[k]++; if (mn) m++; if (k == "calls_b <- calls_a <- main") b++ }
+            k = ""; d = 0; mn = 0
+        }
+        / instructions:u[a-zA-Z]*: / { end(); n++; next }
+        /^[ \t]+[0-9a-f]+ / {
+            s = $2; sub(/\+0x.*/, "", s)
+            if (s == "main") mn = 1
+            if (d < 3) { k = k (d ? " <- " : "") s; d++ }
+            next
+        }
+        { end() }
+        END {
+            end()
+            for (x in c) if (c[x] > top) { top = c[x]; t = x }
+            printf "%d %d %d %d %s\n", n, top, b, m, t
+        }'
+}
+
+# profile_started LINE: a VPMU_PROFILE_START event of the profile asked
+# for (its data's keys come in any order).
+profile_started() {
+    has "$1" '"event": "instructions:u"' && has "$1" '"mode": "stack"' &&
+        { has "$1" "\"period\": $PROFILE_PERIOD," ||
+              has "$1" "\"period\": $PROFILE_PERIOD}"; }
+}
+
+# check_profile: L1 profiled L2 from L2's QEMU (vpmu-profile by period,
+# instructions:u every P = PROFILE_PERIOD, call chains, perf.data) while
+# L2's own perf stat counted RUNS runs of calls (profile-kvm.sh, where L2
+# checks its counts were exact).  The profile's host event counts L2's
+# user instructions in guest mode; its window holds the RUNS runs whole,
+# so its count is at least RUNS times the i0 of a run.  Each sample is
+# one overflow signal's service, which consumes every period elapsed: at
+# most floor(count / P) samples, and that many when no two periods pass
+# between one service and the next.  perf script must read every sample,
+# and calls' structure (main -> a -> b, b's loop nine times a's) must be
+# the heaviest stack.  calls_b's share: a run retires 18N user
+# instructions in b and 2N + c (c a dozen) in a and main, so b takes
+# 18N/P or one more of its samples and the rest of main's 2N/P + c/P or
+# one more: b - 0.9 m lies within (-1, 0.1] a run; the sample is where
+# the vCPU stopped after the overflow, a few instructions on, which can
+# move one sample across b's call and one across its return: within 3 a
+# run in all.
+check_profile() {
+    tcheck "$cfg: vpmu-profile (instructions:u every $PROFILE_PERIOD, stack) accepted ($(cut -c1-120 "/tmp/$cfg.prof-start.json"))" \
+        grep -q '"return"' "/tmp/$cfg.prof-start.json"
+    st=$(grep '"VPMU_PROFILE_START"' "/tmp/$cfg.events" 2>/dev/null | tail -n1)
+    echo "# $cfg: VPMU_PROFILE_START: $(echo "$st" | cut -c1-300)"
+    tcheck "$cfg: VPMU_PROFILE_START: instructions:u, period $PROFILE_PERIOD, stack" \
+        profile_started "$st"
+    tcheck "$cfg: vpmu-profile-stop accepted" grep -qs '"return"' "/tmp/$cfg.prof-stop.json"
+    n=$(evget VPMU_PROFILE_STOP samples) count=$(evget VPMU_PROFILE_STOP count)
+    i0=$(l2diag "$cfg" "profile: calls alone: instructions:u=")
+    runs=$(sed -n 's/^# profile: calls alone: .* runs=\([0-9]*\).*/\1/p' "/tmp/$cfg.out" | head -n1)
+    most=$((${count:-0} / PROFILE_PERIOD))
+    echo "# $cfg: VPMU_PROFILE_STOP: $(grep VPMU_PROFILE_STOP "/tmp/$cfg.events" | cut -c1-300)"
+    tcheck "$cfg: the profile counted L2's ${runs:-?} runs of calls: count ${count:-none} >= ${runs:-?} * ${i0:-none}" \
+        [ "${count:-0}" -ge $((${runs:-1} * ${i0:-1})) ] 
+    tcheck "$cfg: one sample per overflow: ${n:-none} samples = floor(count / $PROFILE_PERIOD) = $most" \
+        [ "${n:-x}" = "$most" ]
+    # shellcheck disable=SC2046  # four numbers, then the stack's words
+    set -- $(script_stacks "/tmp/$cfg.profile.data")
+    ns=$1 top=$2 b=$3 m=$4
+    shift 4
+    echo "# $cfg: perf script: $ns samples; heaviest stack $top x $*; calls_b <- calls_a <- main $b of main's $m"
+    sed "s/^/# $cfg: perf script: /" "/tmp/$cfg.profile.data.err" | head -n 5
+    tcheck "$cfg: perf script reads all ${n:-none} samples ($ns)" [ "$ns" = "${n:-x}" ]
+    tcheck "$cfg: the heaviest stack is calls_b <- calls_a <- main ($*)" \
+        [ "$*" = "calls_b <- calls_a <- main" ]
+    tol=$((3 * ${runs:-0}))
+    tcheck "$cfg: calls_b has 0.9 of main's samples within 3 a run: $b of $m (tolerance $tol)" \
+        inrange "-$tol" "$(awk -v b="$b" -v m="$m" 'BEGIN { print b - 0.9 * m }')" "$tol"
+}
+
 # check_migration: migrate-kvm.sh asked for a live migration while it ran
 # perf stat -e instructions:u,branches:u of until, which loops until L1's
 # answer; L2 itself checks the exact counts on the destination.  Here: the migration

@@ -20,7 +20,7 @@
 #   QEMU      default build/qemu/qemu-system-x86_64 (make qemu); the same
 #             binary runs L1 and, copied into L1's image, L2
 #   RUNS      L1's nested.runs= (default
-#             "emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm;operator:operator-kvm;libvirt:stat-exact,record-kvm")
+#             "emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm;operator:operator-kvm,profile-kvm;libvirt:stat-exact,record-kvm")
 #   TIMEOUT   L1's wall-clock limit in seconds (default: L2TIMEOUT for each
 #             configuration in RUNS, plus 120 for L1's boot and its own
 #             checks).  It guards against an L1 that hangs outside an L2;
@@ -43,7 +43,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 OUT=${NESTED:-$ROOT/build/nested}
 IMAGE=${IMAGE:-$ROOT/build/guest}
-RUNS=${RUNS:-emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm;operator:operator-kvm;libvirt:stat-exact,record-kvm}
+RUNS=${RUNS:-emulated:stat-exact,record-kvm,multiplex,perf-test,contention-kvm;vpmu:stat-exact,record-kvm,multiplex,qmp-kvm,contention-kvm,migrate-kvm,perf-mmap-kvm;vpmuscaled:contention-kvm;operator:operator-kvm,profile-kvm;libvirt:stat-exact,record-kvm}
 L2LIMIT=${L2TIMEOUT:-240}
 ncfg=$(printf '%s\n' "$RUNS" | tr ';' '\n' | grep -c .)
 LIMIT=${TIMEOUT:-$((ncfg * L2LIMIT + 120))}
