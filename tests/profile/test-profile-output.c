@@ -398,7 +398,8 @@ START_TEST(test_pprof)
     uint8_t *buf = malloc(1 << 20);
     char strs[32][32];
     unsigned nstr = 0, nsamples = 0, nlocs = 0, nfns = 0, field;
-    uint64_t v, counts = 0;
+    unsigned nmaps = 0, mapped = 0;
+    uint64_t v, counts = 0, addr = 0, map_id;
     size_t len, pos = 0, sub, sublen;
 
     ck_assert_int_eq(vpmu_profile_write_pprof(p, path_in("p.pb.gz"), 5, 7), 0);
@@ -421,8 +422,24 @@ START_TEST(test_pprof)
                 }
             }
             break;
-        case 4:
+        case 3:                 /* Mapping: the kernel's, id 1 */
+            nmaps++;
+            while (pb_next(buf, &q, qe, &f2, &v2, &s2, &l2)) {
+                ck_assert_uint_eq(v2, f2 == 1 ? 1 :
+                                      f2 == 2 ? 0xffffffff80000000ull :
+                                      f2 == 3 ? 0xffffffffffffffffull :
+                                      f2 == 5 ? 4 : f2 == 7 ? 1 : 0);
+            }
+            break;
+        case 4:                 /* Location: the kernel's is in mapping 1 */
             nlocs++;
+            map_id = 0;
+            while (pb_next(buf, &q, qe, &f2, &v2, &s2, &l2)) {
+                addr = f2 == 3 ? v2 : addr;
+                map_id = f2 == 2 ? v2 : map_id;
+            }
+            ck_assert_uint_eq(map_id, addr >= 0xffffffff80000000ull);
+            mapped += map_id != 0;
             break;
         case 5:
             nfns++;
@@ -449,9 +466,12 @@ START_TEST(test_pprof)
     /* 0x401010, 0x401105, 0x401207, 0x401020, 0xffffffff83e00120. */
     ck_assert_uint_eq(nlocs, 5);
     ck_assert_uint_eq(nfns, 1);                         /* do_one */
+    ck_assert_uint_eq(nmaps, 1);
+    ck_assert_uint_eq(mapped, 1);
     ck_assert_str_eq(strs[0], "");
     {
         static const char *want[] = { "samples", "count", "instructions",
+                                      "[guest.kernel.kallsyms]",
                                       "vm", "tenant1", "vcpu", "0", "mode",
                                       "user", "do_one", "1", "kernel" };
         ck_assert_uint_eq(nstr, 1 + sizeof(want) / sizeof(want[0]));

@@ -14,13 +14,17 @@
 
 /* profile.proto field numbers. */
 enum {
-    PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_LOCATION = 4,
+    PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
+    PROFILE_LOCATION = 4,
     PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6, PROFILE_TIME_NANOS = 9,
     PROFILE_DURATION_NANOS = 10, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
     VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
     SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
     LABEL_KEY = 1, LABEL_STR = 2,
-    LOCATION_ID = 1, LOCATION_ADDRESS = 3, LOCATION_LINE = 4,
+    MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3,
+    MAPPING_FILE_OFFSET = 4, MAPPING_FILENAME = 5, MAPPING_HAS_FUNCTIONS = 7,
+    LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3,
+    LOCATION_LINE = 4,
     LINE_FUNCTION_ID = 1,
     FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3,
 };
@@ -137,12 +141,17 @@ static void intern_free(Intern *t)
     free(t->ids);
 }
 
+/* The most mappings: each ELF's executable segments, and the kernel. */
+#define MAX_MAPPINGS (PROF_MAX_SYMS * VPMU_SYMBOLS_MAX_SEGMENTS + 1)
+
 typedef struct Pprof {
     const VpmuProfile *prof;
     Buf out, msg, sub, fns;
     Intern locs, strs_h, fns_h;
     const char **strs;          /* the string table, by id - 1 */
     size_t nstrs;
+    uint64_t map_start[MAX_MAPPINGS], map_limit[MAX_MAPPINGS];
+    unsigned nmaps;             /* mapping i has id i + 1 */
 } Pprof;
 
 static uint64_t hash_str(const char *s)
@@ -221,6 +230,12 @@ static uint64_t location_id(Pprof *pp, uint64_t pc, bool caller)
         put_uint(&line, LINE_FUNCTION_ID, function_id(pp, name));
     }
     put_uint(&pp->sub, LOCATION_ID, id);
+    for (unsigned i = 0; i < pp->nmaps; i++) {
+        if (pc >= pp->map_start[i] && pc < pp->map_limit[i]) {
+            put_uint(&pp->sub, LOCATION_MAPPING_ID, i + 1);
+            break;
+        }
+    }
     put_uint(&pp->sub, LOCATION_ADDRESS, pc);
     if (name) {
         put_msg(&pp->sub, LOCATION_LINE, &line);
@@ -294,6 +309,48 @@ static void put_samples(Pprof *pp, char (*vcpu_strs)[12])
     }
 }
 
+static void put_mapping(Pprof *pp, uint64_t start, uint64_t size,
+                        uint64_t offset, const char *file)
+{
+    pp->map_start[pp->nmaps] = start;
+    pp->map_limit[pp->nmaps] = start + size;
+    put_uint(&pp->sub, MAPPING_ID, ++pp->nmaps);
+    put_uint(&pp->sub, MAPPING_MEMORY_START, start);
+    put_uint(&pp->sub, MAPPING_MEMORY_LIMIT, start + size);
+    put_uint(&pp->sub, MAPPING_FILE_OFFSET, offset);
+    put_uint(&pp->sub, MAPPING_FILENAME, str_id(pp, file));
+    put_uint(&pp->sub, MAPPING_HAS_FUNCTIONS, 1);
+    put_msg(&pp->out, PROFILE_MAPPING, &pp->sub);
+}
+
+/*
+ * What the symbol tables name, as perf.data's MMAPs say it: each ELF's
+ * executable segments where it is loaded, the first ELF first (pprof's
+ * main binary), and the kernel in the top 2 GiB (__START_KERNEL_map).
+ */
+static void put_mappings(Pprof *pp)
+{
+    const VpmuProfile *p = pp->prof;
+    bool kernel = false;
+
+    for (unsigned i = 0; i < p->nr_syms; i++) {
+        const VpmuSymbolsSegment *segs;
+        const char *path;
+        unsigned n;
+
+        kernel |= p->syms[i].kernel;
+        path = vpmu_symbols_segments(p->syms[i].syms, &segs, &n);
+        for (unsigned j = 0; path && !p->syms[i].kernel && j < n; j++) {
+            put_mapping(pp, segs[j].vaddr + p->syms[i].slide, segs[j].memsz,
+                        segs[j].offset, path);
+        }
+    }
+    if (kernel) {
+        put_mapping(pp, 0xffffffff80000000ull, 0x7fffffffull, 0,
+                    "[guest.kernel.kallsyms]");
+    }
+}
+
 static void put_value_type(Pprof *pp, unsigned field, const char *type,
                            const char *unit)
 {
@@ -316,6 +373,7 @@ static int encode(Pprof *pp, uint64_t start_ns, uint64_t duration_ns)
     }
     put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
     put_value_type(pp, PROFILE_SAMPLE_TYPE, p->event, p->unit);
+    put_mappings(pp);
     put_samples(pp, vcpu_strs);
     put(&pp->out, pp->fns.p, pp->fns.n);
     pp->out.oom |= pp->fns.oom;
@@ -343,7 +401,7 @@ int vpmu_profile_write_pprof(const VpmuProfile *p, const char *path,
 
     vpmu_profile_stats(p, &st);
     /* Every table is at most one entry per address, plus a few. */
-    want = st.frames + p->nr_vcpus + 16;
+    want = st.frames + p->nr_vcpus + 16 + MAX_MAPPINGS;
     pp.strs = calloc(want, sizeof(*pp.strs));
     rc = intern_init(&pp.locs, want) ?: intern_init(&pp.strs_h, want) ?:
          intern_init(&pp.fns_h, want);
