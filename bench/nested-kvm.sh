@@ -45,6 +45,8 @@
 #               the pmu=off baseline before and after, its runs pooled;
 #               also vpmuop: vpmu with the operator's instructions,
 #               cycles and branches counting (vpmu-operator-start),
+#               vpmuprof100 and vpmuprof1000: vpmu, its whole boot
+#               profiled with call chains at 100 or 1000 Hz (vpmu-profile),
 #               vpmusnap: -accel kvm,vpmu=on,vpmu-rdpmc=snapshot,
 #               vpmustrict and vpmulinux: vpmu-sync=strict / linux)
 #   REPS        bench-work runs per mode and configuration (default 5)
@@ -136,22 +138,22 @@ summary() {
     /^NK-L1-EXIT/ { l1exit = $2 }
     /^NK l1 / { l1[++nl1] = substr($0, 7) }
     # A configuration whose L2 ran out of time keeps what it printed.
-    /^NK [a-z]+ incomplete: / || (/^NK [a-z]+ n\/a: / && /did not finish/) {
-        c = $2; sub(/^NK [a-z]+ [a-z\/]+: /, ""); inc[c] = inc[c] (inc[c] != "" ? "; " : "") $0; next }
-    /^NK [a-z]+ n\/a: / { c = $2; sub(/^NK [a-z]+ n\/a: /, ""); na[c] = na[c] (na[c] != "" ? "; " : "") $0 }
-    /^NK [a-z]+ count / { c = $2; w = kv("w"); n = w; sub(/^loop_/, "", n); sub(/M$/, "", n); n *= 1000000
+    /^NK [a-z0-9]+ incomplete: / || (/^NK [a-z0-9]+ n\/a: / && /did not finish/) {
+        c = $2; sub(/^NK [a-z0-9]+ [a-z\/]+: /, ""); inc[c] = inc[c] (inc[c] != "" ? "; " : "") $0; next }
+    /^NK [a-z0-9]+ n\/a: / { c = $2; sub(/^NK [a-z0-9]+ n\/a: /, ""); na[c] = na[c] (na[c] != "" ? "; " : "") $0 }
+    /^NK [a-z0-9]+ count / { c = $2; w = kv("w"); n = w; sub(/^loop_/, "", n); sub(/M$/, "", n); n *= 1000000
         val[c, w "_i"] = kv("instructions:u"); val[c, w "_i_ref"] = 2 * n + 4
         val[c, w "_b"] = kv("branches:u"); val[c, w "_b_ref"] = n + 1; seen[c] = 1 }
-    /^NK [a-z]+ record / { c = $2; e = kv("ev"); p = kv("period"); s = kv("samples")
+    /^NK [a-z0-9]+ record / { c = $2; e = kv("ev"); p = kv("period"); s = kv("samples")
         x = (e == "instructions:u") ? 20000004 : 10000001
         val[c, e "_s"] = (s ~ /^[0-9]+$/) ? s : ""; val[c, e "_s_ref"] = int(x / p) }
-    /^NK [a-z]+ startup / { c = $2; val[c, "st_" kv("what")] = kv("median_ns") / 1e6 }
-    /^NK [a-z]+ work / { c = $2; m = kv("mode"); t = kv("ns"); if (t > 0) work[c, m] = work[c, m] " " t
+    /^NK [a-z0-9]+ startup / { c = $2; val[c, "st_" kv("what")] = kv("median_ns") / 1e6 }
+    /^NK [a-z0-9]+ work / { c = $2; m = kv("mode"); t = kv("ns"); if (t > 0) work[c, m] = work[c, m] " " t
         if (m == "record") smp[c] = smp[c] " " kv("samples")
         if (m == "record100") smp100[c] = smp100[c] " " kv("samples")
         if (m == "stat") run[c] = kv("running") }
-    /^NKMSR [a-z]+ op=/ { c = $2; o = kv("op"); n = kv("iters"); if (n > 0) msr[c, o] = msr[c, o] " " kv("tsc") / n }
-    /^NKMSR [a-z]+ done/ { gp[$2] = kv("gp") }
+    /^NKMSR [a-z0-9]+ op=/ { c = $2; o = kv("op"); n = kv("iters"); if (n > 0) msr[c, o] = msr[c, o] " " kv("tsc") / n }
+    /^NKMSR [a-z0-9]+ done/ { gp[$2] = kv("gp") }
     END {
         col[1] = "emulated"; col[2] = "mediated"; col[3] = "vpmu"; ncol = 3
         # vpmusnap (vpmu-rdpmc=snapshot) gets a column when it ran.
@@ -160,6 +162,10 @@ summary() {
         # vpmuop (operator events counting beside vpmu) likewise.
         for (k in work) { split(k, kk, SUBSEP); if (kk[1] == "vpmuop") op = 1 }
         if (op) col[++ncol] = "vpmuop"
+        # vpmuprofF (a host profile at F Hz beside vpmu) likewise.
+        for (k in work) { split(k, kk, SUBSEP); if (kk[1] ~ /^vpmuprof/) pf[kk[1]] = 1 }
+        if (pf["vpmuprof100"]) col[++ncol] = "vpmuprof100"
+        if (pf["vpmuprof1000"]) col[++ncol] = "vpmuprof1000"
         if (na["mediated"] == "" && !seen["mediated"] && mna != "") na["mediated"] = mna
         for (i = 1; i <= nl1; i++) print "L1: " l1[i]
         print "L1 exit: " (l1exit == "" ? "none (timed out or crashed)" : l1exit)
@@ -231,6 +237,12 @@ summary() {
         for (m = 1; m <= 3; m++) {
             v = val["vpmu", "w_" ws[m]]; o = val["vpmuop", "w_" ws[m]]
             if (v > 0 && o > 0) printf "target operator %s: vpmuop/vpmu = %.3f (<= 1.01): %s\n", ws[m], o / v, o / v <= 1.01 ? "met" : "MISSED"
+        }
+        # A host profile: the slowdown of the guest, vpmuprofF against vpmu.
+        split("100 1000", fs, " ")
+        for (f = 1; f <= 2; f++) for (m = 1; m <= 3; m++) {
+            v = median(work["vpmu", ws[m]]); o = median(work["vpmuprof" fs[f], ws[m]])
+            if (v > 0 && o > 0) printf "profile %s Hz %s: vpmuprof%s/vpmu = %.3f (medians %.3f / %.3f s)\n", fs[f], ws[m], fs[f], o / v, o / 1e9, v / 1e9
         }
     }' "$1"
 }
