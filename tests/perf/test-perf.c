@@ -356,40 +356,6 @@ START_TEST(test_multiplex_scaled)
 }
 END_TEST
 
-/*
- * Scaled: an interval the host never ran the event in (a rotation that
- * left it out) is not dropped: its enabled time goes with the next
- * interval that ran.  Raw: what was counted, nothing more.
- */
-static void unrun_case(VpmuPerfMultiplex mode, uint64_t after_off,
-                       uint64_t after_on)
-{
-    VpmuPerfSourceOpts o = { .multiplex = mode };
-
-    env_up(true, &o);
-    wr(EVTSEL(0), EV_CYCLES | EOU);
-    env.fs.run_num = 0;                 /* enabled 400, running 0 */
-    fake_sys_run(&env.fs, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 400);
-    ck_assert_uint_eq(rd(A_PMC(0)), after_off);
-    env.fs.run_num = 1;                 /* enabled 400, running 100 */
-    env.fs.run_den = 4;
-    fake_sys_run(&env.fs, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 400);
-    ck_assert_uint_eq(rd(A_PMC(0)), after_on);
-    env.fs.run_den = 1;                 /* running again: no carry left */
-    fake_sys_run(&env.fs, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 8);
-    ck_assert_uint_eq(rd(A_PMC(0)), after_on + 8);
-    ck_assert_uint_eq(perf_stats().lost_ns, 700);
-    env_down();
-}
-
-START_TEST(test_multiplex_unrun)
-{
-    /* 100 counted over 400 + 400 enabled, 100 running: 800. */
-    unrun_case(VPMU_PERF_MULTIPLEX_SCALED, 0, 800);
-    unrun_case(VPMU_PERF_MULTIPLEX_RAW, 0, 100);
-}
-END_TEST
-
 START_TEST(test_pinned_failure)
 {
     VpmuPerfSourceOpts o = { .pinned = true };
@@ -582,7 +548,6 @@ static Suite *perf_suite(void)
     tcase_add_test(tc, test_overflow_hw);
     tcase_add_test(tc, test_multiplex_raw);
     tcase_add_test(tc, test_multiplex_scaled);
-    tcase_add_test(tc, test_multiplex_unrun);
     tcase_add_test(tc, test_pinned_failure);
     tcase_add_test(tc, test_operator_not_pinned);
     tcase_add_test(tc, test_reuse_and_idle_release);

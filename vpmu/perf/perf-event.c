@@ -406,11 +406,7 @@ static int event_pinned_failure(VpmuPerfSource *src, VpmuSourceHandle *h)
  * Read the event and advance h->count, if the guest counter is on.
  * Deltas since the last read are scaled (opts.multiplex) one interval at
  * a time, so the count stays monotonic even when the running/enabled
- * ratio changes.  An interval the host never ran the event in has no
- * count to scale: its enabled time goes with the next interval that ran,
- * whose rate stands for it (perf stat's estimate over the two).  Dropped,
- * it would bias the count low: the guest cuts intervals at every context
- * switch, and short ones fall wholly in a rotation that leaves it out.
+ * ratio changes.
  */
 int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
 {
@@ -451,13 +447,8 @@ int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
     if (dr < de) {
         src->stats.multiplexed_reads++;
         src->stats.lost_ns += de - dr;
-    }
-    if (src->opts.multiplex == VPMU_PERF_MULTIPLEX_SCALED) {
-        if (!dr) {
-            h->unrun_ns += de;
-        } else if (dr < de + h->unrun_ns) {
-            dv = scale(dv, de + h->unrun_ns, dr);
-            h->unrun_ns = 0;
+        if (src->opts.multiplex == VPMU_PERF_MULTIPLEX_SCALED && dr) {
+            dv = scale(dv, de, dr);
         }
     }
     h->host += dv;

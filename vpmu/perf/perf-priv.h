@@ -68,8 +68,6 @@ struct VpmuSourceHandle {
     int error;              /* sticky: the event failed (e.g. pinned) */
     VpmuPerfReading last;   /* raw values at the last read or reset */
     uint64_t host;          /* host units since open (scaled if asked) */
-    uint64_t unrun_ns;      /* scaled: enabled time of intervals the host
-                               never ran it, for the next that ran */
     uint64_t count;         /* guest units since open */
     uint64_t period_start;  /* count when the current countdown began */
     uint64_t parked_at;     /* src->pass when parked */

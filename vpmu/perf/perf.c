@@ -121,7 +121,7 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
     }
     h->attr = *attr;
     h->enabled = h->hw_on = h->skewed = h->stale = false;
-    h->host = h->count = h->period_start = h->read_tick = h->unrun_ns = 0;
+    h->host = h->count = h->period_start = h->read_tick = 0;
     h->next = src->active;
     src->active = h;
     src->stats.active++;
