@@ -283,6 +283,49 @@ START_TEST(test_event_limit)
 }
 END_TEST
 
+/* A new connection under @policy, its hello answered into *@hello. */
+static void reconnect(const char *policy, VpmuHelperHello *hello)
+{
+    VpmuHelperHdr h;
+
+    helper_conn_close(&conn);
+    close(cli);
+    setup_policy(policy);
+    hdr(&h, VPMU_HELPER_HELLO, sizeof(h));
+    ck_assert_int_eq(send(cli, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    ck_assert_int_eq(helper_conn_serve(&conn, &opts), 0);
+    ck_assert_int_eq(recv(cli, hello, sizeof(*hello), 0),
+                     (ssize_t)sizeof(*hello));
+}
+
+/*
+ * An operator's or a profile's event (@flag) is refused raw, without
+ * exclude_host, or pinned; @kind is how the refusal names it.
+ */
+static void host_event_refusals(uint32_t flag, const char *kind)
+{
+    VpmuHelperOpen req = open_req(getpid());
+    char want[160];
+
+    req.flags = flag;
+    req.attr.type = PERF_TYPE_RAW;
+    req.attr.config = 0x3c;
+    snprintf(want, sizeof(want), "raw event 0x3c: %s events are named "
+             "events", kind);
+    refused(&req, sizeof(req), -EACCES, want);
+    req = open_req(getpid());
+    req.flags = flag;
+    req.attr.exclude_host = 0;
+    refused(&req, sizeof(req), -EPERM, "exclude_host is required (the "
+            "event would count the host too)");
+    req = open_req(getpid());
+    req.flags = flag;
+    req.attr.pinned = 1;
+    snprintf(want, sizeof(want), "%s events are never pinned (the guest's "
+             "events come first)", kind);
+    refused(&req, sizeof(req), -EPERM, want);
+}
+
 /*
  * The operator's events need the tenant's consent: refused, and nothing
  * opened, under a policy without "operator = yes".
@@ -315,19 +358,11 @@ START_TEST(test_operator_allowed)
     VpmuHelperOpen req = open_req(getpid()), rel = { .tid = getpid() };
     VpmuHelperReply rep;
     VpmuHelperHello hello;
-    VpmuHelperHdr h;
     char want[160];
     int fd;
 
-    helper_conn_close(&conn);
-    close(cli);
-    setup_policy("events = allow 0x3c, 0x76, 0xc0\ncounters = 2\n"
-                 "operator = yes\n");
-    hdr(&h, VPMU_HELPER_HELLO, sizeof(h));
-    ck_assert_int_eq(send(cli, &h, sizeof(h), 0), (ssize_t)sizeof(h));
-    ck_assert_int_eq(helper_conn_serve(&conn, &opts), 0);
-    ck_assert_int_eq(recv(cli, &hello, sizeof(hello), 0),
-                     (ssize_t)sizeof(hello));
+    reconnect("events = allow 0x3c, 0x76, 0xc0\ncounters = 2\n"
+              "operator = yes\n", &hello);
     ck_assert_uint_eq(hello.flags, VPMU_HELPER_POLICY_CGROUP |
                                    VPMU_HELPER_POLICY_OPERATOR);
     opts.burst = 100;
@@ -357,21 +392,7 @@ START_TEST(test_operator_allowed)
     snprintf(want, sizeof(want), "thread %d holds 7 guest events, the most "
              "the policy of VM 'test-vm' allows", (int)getpid());
     refused(&req, sizeof(req), -EBUSY, want);
-    req.flags = VPMU_HELPER_OPEN_OPERATOR;
-    req.attr.type = PERF_TYPE_RAW;
-    req.attr.config = 0x3c;
-    refused(&req, sizeof(req), -EACCES, "raw event 0x3c: operator events "
-            "are named events");
-    req = open_req(getpid());
-    req.flags = VPMU_HELPER_OPEN_OPERATOR;
-    req.attr.exclude_host = 0;
-    refused(&req, sizeof(req), -EPERM, "exclude_host is required (the "
-            "event would count the host too)");
-    req = open_req(getpid());
-    req.flags = VPMU_HELPER_OPEN_OPERATOR;
-    req.attr.pinned = 1;
-    refused(&req, sizeof(req), -EPERM, "operator events are never pinned "
-            "(the guest's events come first)");
+    host_event_refusals(VPMU_HELPER_OPEN_OPERATOR, "operator");
 }
 END_TEST
 
@@ -386,7 +407,6 @@ START_TEST(test_profile_event)
     VpmuHelperOpen req = open_req(getpid()), rel = { .tid = getpid() };
     VpmuHelperReply rep;
     VpmuHelperHello hello;
-    VpmuHelperHdr h;
     char want[160];
     int fd;
 
@@ -394,15 +414,8 @@ START_TEST(test_profile_event)
     refused(&req, sizeof(req), -EACCES, "profiles: the policy of VM "
             "'test-vm' does not allow them (operator-profile = deny)");
     ck_assert_uint_eq(fake_opens, 0);
-    helper_conn_close(&conn);
-    close(cli);
-    setup_policy("events = allow 0x3c, 0x76, 0xc0\ncounters = 2\n"
-                 "operator-profile = ip\n");
-    hdr(&h, VPMU_HELPER_HELLO, sizeof(h));
-    ck_assert_int_eq(send(cli, &h, sizeof(h), 0), (ssize_t)sizeof(h));
-    ck_assert_int_eq(helper_conn_serve(&conn, &opts), 0);
-    ck_assert_int_eq(recv(cli, &hello, sizeof(hello), 0),
-                     (ssize_t)sizeof(hello));
+    reconnect("events = allow 0x3c, 0x76, 0xc0\ncounters = 2\n"
+              "operator-profile = ip\n", &hello);
     req.flags = VPMU_HELPER_OPEN_OPERATOR;
     refused(&req, sizeof(req), -EACCES, "operator events: the policy of VM "
             "'test-vm' does not allow them (operator = no)");
@@ -430,15 +443,7 @@ START_TEST(test_profile_event)
     ck_assert_int_eq(ask(&req, sizeof(req), &rep, &fd), 0);
     close(fd);
     ck_assert_uint_eq(conn.stats.profile_opens, 2);
-    req.attr.type = PERF_TYPE_RAW;
-    req.attr.config = 0x3c;
-    refused(&req, sizeof(req), -EACCES, "raw event 0x3c: profile events "
-            "are named events");
-    req = open_req(getpid());
-    req.flags = VPMU_HELPER_OPEN_PROFILE;
-    req.attr.pinned = 1;
-    refused(&req, sizeof(req), -EPERM, "profile events are never pinned "
-            "(the guest's events come first)");
+    host_event_refusals(VPMU_HELPER_OPEN_PROFILE, "profile");
 }
 END_TEST
 

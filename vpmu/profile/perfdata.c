@@ -122,30 +122,27 @@ static size_t put_mmap(FILE *f, uint32_t pid, bool kernel, uint64_t start,
     return h.size;
 }
 
+typedef struct MmapCtx {
+    FILE *f;
+    uint32_t pid;
+    size_t size;
+} MmapCtx;
+
+static void mmap_one(void *opaque, uint64_t start, uint64_t size,
+                     uint64_t offset, const char *path, bool kernel)
+{
+    MmapCtx *m = opaque;
+
+    m->size += put_mmap(m->f, m->pid, kernel, start, size, offset, path);
+}
+
 /* The maps perf needs to name what the profile's symbol tables name. */
 static size_t put_mmaps(FILE *f, const VpmuProfile *p, uint32_t pid)
 {
-    size_t size = 0;
-    bool kernel = false;
+    MmapCtx m = { f, pid, 0 };
 
-    for (unsigned i = 0; i < p->nr_syms; i++) {
-        const VpmuSymbolsSegment *segs;
-        const char *path;
-        unsigned n;
-
-        kernel |= p->syms[i].kernel;
-        path = vpmu_symbols_segments(p->syms[i].syms, &segs, &n);
-        for (unsigned j = 0; path && !p->syms[i].kernel && j < n; j++) {
-            size += put_mmap(f, pid, false, segs[j].vaddr + p->syms[i].slide,
-                             segs[j].memsz, segs[j].offset, path);
-        }
-    }
-    if (kernel) {
-        /* The top 2 GiB, where x86-64 kernels run (__START_KERNEL_map). */
-        size += put_mmap(f, pid, true, 0xffffffff80000000ull, 0x7fffffffull,
-                         0, "[guest.kernel.kallsyms]");
-    }
-    return size;
+    vpmu_profile_mappings(p, mmap_one, &m);
+    return m.size;
 }
 
 /* One sample: its record is built whole, then written. */

@@ -309,9 +309,13 @@ static void put_samples(Pprof *pp, char (*vcpu_strs)[12])
     }
 }
 
-static void put_mapping(Pprof *pp, uint64_t start, uint64_t size,
-                        uint64_t offset, const char *file)
+static void put_mapping(void *opaque, uint64_t start, uint64_t size,
+                        uint64_t offset, const char *file, bool kernel)
 {
+    Pprof *pp = opaque;
+
+    (void)kernel;               /* its file name says it */
+
     pp->map_start[pp->nmaps] = start;
     pp->map_limit[pp->nmaps] = start + size;
     put_uint(&pp->sub, MAPPING_ID, ++pp->nmaps);
@@ -323,33 +327,6 @@ static void put_mapping(Pprof *pp, uint64_t start, uint64_t size,
     put_msg(&pp->out, PROFILE_MAPPING, &pp->sub);
 }
 
-/*
- * What the symbol tables name, as perf.data's MMAPs say it: each ELF's
- * executable segments where it is loaded, the first ELF first (pprof's
- * main binary), and the kernel in the top 2 GiB (__START_KERNEL_map).
- */
-static void put_mappings(Pprof *pp)
-{
-    const VpmuProfile *p = pp->prof;
-    bool kernel = false;
-
-    for (unsigned i = 0; i < p->nr_syms; i++) {
-        const VpmuSymbolsSegment *segs;
-        const char *path;
-        unsigned n;
-
-        kernel |= p->syms[i].kernel;
-        path = vpmu_symbols_segments(p->syms[i].syms, &segs, &n);
-        for (unsigned j = 0; path && !p->syms[i].kernel && j < n; j++) {
-            put_mapping(pp, segs[j].vaddr + p->syms[i].slide, segs[j].memsz,
-                        segs[j].offset, path);
-        }
-    }
-    if (kernel) {
-        put_mapping(pp, 0xffffffff80000000ull, 0x7fffffffull, 0,
-                    "[guest.kernel.kallsyms]");
-    }
-}
 
 static void put_value_type(Pprof *pp, unsigned field, const char *type,
                            const char *unit)
@@ -373,7 +350,8 @@ static int encode(Pprof *pp, uint64_t start_ns, uint64_t duration_ns)
     }
     put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
     put_value_type(pp, PROFILE_SAMPLE_TYPE, p->event, p->unit);
-    put_mappings(pp);
+    /* As perf.data's MMAPs; the first ELF is pprof's main binary. */
+    vpmu_profile_mappings(pp->prof, put_mapping, pp);
     put_samples(pp, vcpu_strs);
     put(&pp->out, pp->fns.p, pp->fns.n);
     pp->out.oom |= pp->fns.oom;

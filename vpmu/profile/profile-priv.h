@@ -51,6 +51,17 @@ struct VpmuProfile {
     unsigned nr_syms;
 };
 
+/*
+ * What the symbol tables name, for the writers' maps: each ELF's
+ * executable segments where it is loaded, in the order given (the first
+ * is pprof's main binary), then, with a kernel map, the kernel's top
+ * 2 GiB (__START_KERNEL_map) as "[guest.kernel.kallsyms]".
+ */
+typedef void (*ProfMappingFn)(void *ctx, uint64_t start, uint64_t size,
+                              uint64_t offset, const char *path, bool kernel);
+void vpmu_profile_mappings(const VpmuProfile *prof, ProfMappingFn fn,
+                           void *ctx);
+
 /* The name of the function at guest address @pc, or NULL. */
 const char *vpmu_profile_symbol(const VpmuProfile *prof, uint64_t pc);
 

@@ -95,6 +95,28 @@ const char *vpmu_profile_symbol(const VpmuProfile *p, uint64_t pc)
     return NULL;
 }
 
+void vpmu_profile_mappings(const VpmuProfile *p, ProfMappingFn fn, void *ctx)
+{
+    bool kernel = false;
+
+    for (unsigned i = 0; i < p->nr_syms; i++) {
+        const VpmuSymbolsSegment *segs;
+        const char *path;
+        unsigned n;
+
+        kernel |= p->syms[i].kernel;
+        path = vpmu_symbols_segments(p->syms[i].syms, &segs, &n);
+        for (unsigned j = 0; path && !p->syms[i].kernel && j < n; j++) {
+            fn(ctx, segs[j].vaddr + p->syms[i].slide, segs[j].memsz,
+               segs[j].offset, path, false);
+        }
+    }
+    if (kernel) {
+        fn(ctx, 0xffffffff80000000ull, 0x7fffffffull, 0,
+           "[guest.kernel.kallsyms]", true);
+    }
+}
+
 /* Room for one more sample of @nr addresses; false if there is none. */
 static bool reserve(ProfVcpu *v, unsigned nr, unsigned max)
 {
