@@ -84,11 +84,17 @@ typedef struct HelperServerOpts {
 #define HELPER_MAX_THREADS      64      /* vCPU threads tracked per client */
 #define HELPER_LOG_REFUSALS     8       /* refusals logged per client */
 
+/* Whose an event is: an OPEN's or RELEASE's flags say (helper-proto.h). */
+typedef enum HelperKind {
+    HELPER_KIND_GUEST,
+    HELPER_KIND_OPERATOR,       /* VPMU_HELPER_OPEN_OPERATOR */
+    HELPER_KIND_PROFILE,        /* VPMU_HELPER_OPEN_PROFILE */
+    HELPER_KIND__COUNT,
+} HelperKind;
+
 typedef struct HelperThread {
     pid_t tid;
-    unsigned events;            /* opened and not released */
-    unsigned operator_events;   /* ... of them the operator's */
-    unsigned profile_events;    /* ... and a profile's (at most 1) */
+    unsigned held[HELPER_KIND__COUNT];  /* opened and not released */
 } HelperThread;
 
 typedef struct HelperStats {

@@ -206,11 +206,19 @@ static int sys_open(const HelperServerOpts *o, struct perf_event_attr *attr,
     return fd < 0 ? -errno : (int)fd;
 }
 
-/* Whose event an OPEN or RELEASE is: "guest", "operator", "profile". */
+/* Whose event an OPEN or RELEASE is. */
+static HelperKind kind_of(const VpmuHelperOpen *req)
+{
+    return req->flags & VPMU_HELPER_OPEN_OPERATOR ? HELPER_KIND_OPERATOR :
+           req->flags & VPMU_HELPER_OPEN_PROFILE ? HELPER_KIND_PROFILE :
+           HELPER_KIND_GUEST;
+}
+
 static const char *event_kind(const VpmuHelperOpen *req)
 {
-    return req->flags & VPMU_HELPER_OPEN_OPERATOR ? "operator" :
-           req->flags & VPMU_HELPER_OPEN_PROFILE ? "profile" : "guest";
+    static const char *const names[] = { "guest", "operator", "profile" };
+
+    return names[kind_of(req)];
 }
 
 /*
@@ -321,29 +329,16 @@ static int refuse_open_failed(HelperConn *c, const HelperServerOpts *o,
                   h.module[0] ? h.module : "kvm_amd/kvm_intel");
 }
 
-/* The thread's events of @req's kind. */
-static unsigned *thread_kind(HelperThread *t, const VpmuHelperOpen *req,
-                             unsigned *guest)
-{
-    *guest = t->events - t->operator_events - t->profile_events;
-    return req->flags & VPMU_HELPER_OPEN_OPERATOR ? &t->operator_events :
-           req->flags & VPMU_HELPER_OPEN_PROFILE ? &t->profile_events :
-           guest;
-}
-
 /*
- * The guest's GP and fixed counters and the source's probe; the operator's
- * events apart, VPMU_OPERATOR_MAX_EVENTS of them, and one profile's.
+ * The most events of @kind a thread holds: the guest's GP and fixed
+ * counters and the source's probe; the operator's events apart,
+ * VPMU_OPERATOR_MAX_EVENTS of them, and one profile's.
  */
-static bool thread_has_room(HelperThread *t, const HelperPolicy *p,
-                            const VpmuHelperOpen *req)
+static unsigned thread_limit(const HelperPolicy *p, HelperKind kind)
 {
-    unsigned guest, *n = thread_kind(t, req, &guest);
-
-    return req->flags & VPMU_HELPER_OPEN_OPERATOR ?
-               *n < VPMU_OPERATOR_MAX_EVENTS :
-           req->flags & VPMU_HELPER_OPEN_PROFILE ? *n < 1 :
-               *n < p->counters + VPMU_INTEL_V5_MAX_FIXED + 1;
+    return kind == HELPER_KIND_OPERATOR ? VPMU_OPERATOR_MAX_EVENTS :
+           kind == HELPER_KIND_PROFILE ? 1 :
+           p->counters + VPMU_INTEL_V5_MAX_FIXED + 1;
 }
 
 static int serve_open(HelperConn *c, const HelperServerOpts *o,
@@ -351,9 +346,9 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
 {
     VpmuHelperReply reply = { .hdr = req->hdr };
     struct perf_event_attr attr = req->attr;
+    HelperKind kind = kind_of(req);
     VpmuPerfAttrInfo ev;
     HelperThread *t;
-    unsigned guest;
     int fd, r;
 
     if (!c->have_policy) {
@@ -377,8 +372,8 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
         return r;
     }
     t = thread_of(c, req->tid, true);
-    if (!t || !thread_has_room(t, &c->policy, req)) {
-        unsigned n = t ? *thread_kind(t, req, &guest) : 0;
+    if (!t || t->held[kind] >= thread_limit(&c->policy, kind)) {
+        unsigned n = t ? t->held[kind] : 0;
 
         return refuse(c, o, &req->hdr, -EBUSY, "thread %d holds %u %s "
                       "event%s, the most the policy of VM '%s' allows",
@@ -398,15 +393,10 @@ static int serve_open(HelperConn *c, const HelperServerOpts *o,
     r = send_reply(c, &reply, sizeof(reply), fd);
     close(fd);
     if (r == 0) {
-        bool op = req->flags & VPMU_HELPER_OPEN_OPERATOR;
-        bool prof = req->flags & VPMU_HELPER_OPEN_PROFILE;
-
-        t->events++;
-        t->operator_events += op;
-        t->profile_events += prof;
+        t->held[kind]++;
         c->stats.opens++;
-        c->stats.operator_opens += op;
-        c->stats.profile_opens += prof;
+        c->stats.operator_opens += kind == HELPER_KIND_OPERATOR;
+        c->stats.profile_opens += kind == HELPER_KIND_PROFILE;
     }
     return r;
 }
@@ -416,16 +406,14 @@ static int serve_release(HelperConn *c, const HelperServerOpts *o,
 {
     VpmuHelperReply reply = { .hdr = req->hdr };
     HelperThread *t = thread_of(c, req->tid, false);
-    unsigned guest, *n = t ? thread_kind(t, req, &guest) : NULL;
+    HelperKind kind = kind_of(req);
 
-    if (!n || !*n) {
+    if (!t || !t->held[kind]) {
         return refuse(c, o, &req->hdr, -ENOENT, "thread %d holds no %s "
                       "event of this connection", (int)req->tid,
                       event_kind(req));
     }
-    t->events--;
-    t->operator_events -= !!(req->flags & VPMU_HELPER_OPEN_OPERATOR);
-    t->profile_events -= !!(req->flags & VPMU_HELPER_OPEN_PROFILE);
+    t->held[kind]--;
     c->stats.releases++;
     return send_reply(c, &reply, sizeof(reply), -1);
 }

@@ -150,13 +150,12 @@ static size_t put_sample(FILE *f, uint32_t pid, unsigned cpu,
                          const ProfSample *s, const uint64_t *pcs)
 {
     uint64_t rec[9 + VPMU_PROFILE_MAX_DEPTH];
-    unsigned nk = s->user ? 0 : s->nk;
+    unsigned nk = s->nk;
     struct perf_event_header *h = (void *)rec;
     size_t n = 1;
 
     h->type = PERF_RECORD_SAMPLE;
-    h->misc = s->user ? PERF_RECORD_MISC_GUEST_USER
-                      : PERF_RECORD_MISC_GUEST_KERNEL;
+    h->misc = nk ? PERF_RECORD_MISC_GUEST_KERNEL : PERF_RECORD_MISC_GUEST_USER;
     rec[n++] = pcs[0];                                  /* IP */
     rec[n++] = (uint64_t)pid << 32 | pid;               /* TID: tid, pid */
     rec[n++] = s->time_ns;                              /* TIME */

@@ -266,7 +266,7 @@ static void put_sample(Pprof *pp, unsigned vcpu, const ProfSample *s,
     /* A return address, but for the sampled ip and a task's entry ip. */
     for (unsigned i = 0; i < s->nr; i++) {
         put_varint(&ids, location_id(pp, pcs[i],
-                                     i > 0 && (s->user || i != s->nk)));
+                                     i > 0 && i != s->nk));
     }
     put_varint(&vals, count);
     put_varint(&vals, count * s->period);
@@ -277,15 +277,14 @@ static void put_sample(Pprof *pp, unsigned vcpu, const ProfSample *s,
     free(vals.p);
     put_label(pp, "vm", pp->prof->vm);
     put_label(pp, "vcpu", vcpu_str);
-    put_label(pp, "mode", s->user ? "user" : "kernel");
+    put_label(pp, "mode", s->nk ? "kernel" : "user");
     put_msg(&pp->out, PROFILE_SAMPLE, &pp->msg);
 }
 
 /* Same stack, mode and period: one sample of count 2 instead of two. */
 static bool same(const ProfVcpu *v, const ProfSample *a, const ProfSample *b)
 {
-    return a->nr == b->nr && a->nk == b->nk && a->user == b->user &&
-           a->period == b->period &&
+    return a->nr == b->nr && a->nk == b->nk && a->period == b->period &&
            !memcmp(&v->pcs[a->first], &v->pcs[b->first],
                    a->nr * sizeof(uint64_t));
 }

@@ -13,8 +13,9 @@
 
 /*
  * One sample; its call chain is pcs[first, first + nr) of its vCPU: a
- * user sample's user frames, or a kernel sample's nk kernel frames and
- * then the user frames of where its task entered the kernel.
+ * kernel sample's nk kernel frames (nk >= 1: its ip) and then the user
+ * frames of where its task entered the kernel, or a user sample's user
+ * frames (nk = 0).
  */
 typedef struct ProfSample {
     uint64_t time_ns;
@@ -22,7 +23,6 @@ typedef struct ProfSample {
     uint32_t first;
     uint8_t nr;
     uint8_t nk;
-    uint8_t user;
 } ProfSample;
 
 typedef struct ProfVcpu {

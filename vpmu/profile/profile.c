@@ -180,7 +180,7 @@ int vpmu_profile_sample(VpmuProfile *p, unsigned vcpu,
     memcpy(&v->pcs[v->npcs], pcs, nr * sizeof(*pcs));
     v->samples[v->n++] = (ProfSample){
         .time_ns = time_ns, .period = period, .first = (uint32_t)v->npcs,
-        .nr = (uint8_t)nr, .nk = (uint8_t)nk, .user = regs->user,
+        .nr = (uint8_t)nr, .nk = (uint8_t)nk,
     };
     v->npcs += nr;
     return 0;
