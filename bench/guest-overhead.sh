@@ -256,12 +256,12 @@ watch_marks() {
         [[ -n $pid ]] || pid=$(qemu_pid "$2")
         case $line in
         *'BENCH-PROFILE on'*)
-            python3 "$top/guest-tests/migration/qmpclient.py" "$3" vpmu-profile \
+            python3 "$top/guest-tests/qmpclient.py" "$3" vpmu-profile \
                 '{"duration": 3600, "frequency": '"$4"', "mode": "stack",
                   "format": "pprof", "file": "'"$1.pb.gz"'",
                   "requester": "guest-overhead"}' >>"$1.qmp" 2>&1 ;;
         *'BENCH-PROFILE off'*)
-            python3 "$top/guest-tests/migration/qmpclient.py" "$3" vpmu-profile-stop \
+            python3 "$top/guest-tests/qmpclient.py" "$3" vpmu-profile-stop \
                 '{"requester": "guest-overhead"}' >>"$1.qmp" 2>&1 ;;
         *'BENCH-MARK start'*)
             qemu_snap "$pid"
@@ -314,7 +314,7 @@ run_one() {   # run_one CFG ROUND
             [[ -S $qmp ]] && break
             sleep 0.05
         done
-        python3 "$top/guest-tests/migration/qmpclient.py" "$qmp" "$cmd" "$args" \
+        python3 "$top/guest-tests/qmpclient.py" "$qmp" "$cmd" "$args" \
             >"$lg.qmp" 2>&1) &
     fi
     set +e

@@ -58,6 +58,56 @@ def stop_process(p, secs=20):
             p.wait()
 
 
+class Procs:
+    """What a test started, stopped by pid when the test ends, also on
+    failure: an exception, sys.exit(), SIGTERM or SIGINT (meson's timeout).
+
+        with Procs() as procs:
+            qemu = procs.start(argv, stdout=log)   # subprocess.Popen
+            ...
+    Processes are stopped in the reverse order of their start, each with
+    stop_process() (SIGTERM, SIGKILL after @secs)."""
+
+    def __init__(self, secs=20):
+        self.secs = secs
+        self.started = []
+        self._old = {}
+
+    def start(self, argv, **kw):
+        p = subprocess.Popen(argv, **kw)
+        self.started.append(p)
+        return p
+
+    def adopt(self, p):
+        """Stop @p (a Popen started elsewhere) with the others."""
+        self.started.append(p)
+        return p
+
+    def stop(self, p):
+        stop_process(p, self.secs)
+        if p in self.started:
+            self.started.remove(p)
+
+    def stop_all(self):
+        while self.started:
+            stop_process(self.started.pop(), self.secs)
+
+    def _on_signal(self, signum, _frame):
+        self.stop_all()
+        sys.exit(128 + signum)
+
+    def __enter__(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._old[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_all()
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        return False
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

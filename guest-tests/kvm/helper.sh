@@ -34,7 +34,7 @@ QEMU=${QEMU:-$ROOT/build/qemu/qemu-system-x86_64}
 BUILD=${VPMU_BUILD:-$ROOT/build}
 HELPER=$BUILD/vpmu-helper
 CONF=/etc/qemu/vpmu.conf
-QMPC=$HERE/../migration/qmpclient.py
+QMPC=$HERE/../qmpclient.py
 CPU=host,pmu=on,-arch-capabilities
 
 tap_begin

@@ -145,7 +145,7 @@ wait_marker() {
 qmp() {
     local tag=$1
     shift
-    python3 "$here/qmpclient.py" "$sockdir/$tag.sock" "$@" \
+    python3 "$here/../qmpclient.py" "$sockdir/$tag.sock" "$@" \
         2>>"$logdir/$tag.qmp-errors"
 }
 

@@ -35,10 +35,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "migration"))
-from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
-
 sys.path.insert(0, os.path.join(HERE, ".."))
+from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
 from pytap import Tap  # noqa: E402
 
 REQ = "operator-kvm test\nvpmu: forged line"

@@ -32,11 +32,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "migration"))
-from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
+from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
 from pytap import Tap  # noqa: E402
 
 QEMU, OUT = sys.argv[1], sys.argv[2]

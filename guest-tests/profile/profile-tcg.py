@@ -61,10 +61,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "migration"))
-from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
-
 sys.path.insert(0, os.path.join(HERE, ".."))
+from qmpclient import QMP, QMPError  # noqa: E402  (the suites' one client)
 from pytap import Tap, stop_process  # noqa: E402
 
 QEMU, IMAGE = sys.argv[1], sys.argv[2]

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Minimal QMP client for migrate.sh and qmp.sh (standard library only).
+"""The QMP client of every host-side test and of vpmu-profile (standard
+library only); also a command line for shell scripts:
 
   qmpclient.py SOCK COMMAND [ARGS-JSON]   run one command; print its
                                           "return" as JSON; on a QMP error
