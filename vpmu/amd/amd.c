@@ -74,19 +74,9 @@ _Static_assert(VPMU_ARRAY_SIZE(amd_events) == VPMU_EVENT__NAMED,
 _Static_assert(VPMU_ARRAY_SIZE(amd_ranges) <= VPMU_MAX_RANGES,
                "the PMU keeps one bitmap per range");
 
-static VpmuAmdLevel level(const VpmuPmu *pmu)
+static uint64_t counters_mask(const VpmuConfig *cfg)
 {
-    return pmu->cfg.amd_level;
-}
-
-static uint64_t counters_mask(const VpmuPmu *pmu)
-{
-    return GENMASK_ULL(pmu->nr_gp - 1, 0);
-}
-
-static uint64_t evtsel_keep(const VpmuPmu *pmu)
-{
-    return AMD_EVTSEL_KEEP | (pmu->cfg.amd_host_guest ? AMD_EVTSEL_HG : 0);
+    return GENMASK_ULL(cfg->nr_gp - 1, 0);
 }
 
 static int amd_check(const VpmuConfig *cfg, char *err, size_t errlen)
@@ -125,65 +115,10 @@ static int amd_check(const VpmuConfig *cfg, char *err, size_t errlen)
     return 0;
 }
 
-static bool amd_msr_exists(const VpmuConfig *cfg, VpmuMsrKind kind,
-                           unsigned idx)
-{
-    switch (kind) {
-    case VPMU_MSR_EVTSEL:
-    case VPMU_MSR_PMC:
-        return idx < cfg->nr_gp;
-    case VPMU_MSR_F15H_CTL_CTR:
-        /* Even MSRs are PERF_CTLi, odd ones PERF_CTRi: counter idx / 2. */
-        return cfg->amd_level >= VPMU_AMD_PERFCTR_CORE && idx / 2 < cfg->nr_gp;
-    case VPMU_MSR_GLOBAL_STATUS:
-    case VPMU_MSR_GLOBAL_CTRL:
-    case VPMU_MSR_GLOBAL_OVF_CTRL:
-    case VPMU_MSR_GLOBAL_STATUS_SET:
-        return cfg->amd_level == VPMU_AMD_PERFMON_V2;
-    default:
-        return false;
-    }
-}
-
-/* The bits a write keeps, by kind. */
-static uint64_t amd_keep(const VpmuPmu *pmu, VpmuMsrKind kind)
-{
-    if (kind == VPMU_MSR_EVTSEL) {
-        return evtsel_keep(pmu);
-    }
-    if (kind == VPMU_MSR_GLOBAL_CTRL || kind == VPMU_MSR_GLOBAL_OVF_CTRL ||
-        kind == VPMU_MSR_GLOBAL_STATUS_SET) {
-        return counters_mask(pmu);
-    }
-    /*
-     * PERF_CTR: the 48-bit counter keeps the low 48 bits itself.
-     * PerfCntrGlobalStatus is read-only: the core ignores the write.
-     */
-    return ~0ull;
-}
-
-/* Reserved bits are dropped, never a #GP: every write is legal. */
-static int amd_sanitize(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                        uint64_t *val)
-{
-    *val &= amd_keep(pmu, kind);
-    return 0;
-}
-
-/* APM RDPMC: ECX selects a core counter; anything else #GP. */
-static int amd_rdpmc_counter(const VpmuPmu *pmu, uint32_t ecx, uint32_t *id)
-{
-    if (ecx & VPMU_COUNTER_FIXED) {
-        return -EINVAL;
-    }
-    *id = ecx;
-    return 0;
-}
-
-static int amd_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
+static int amd_cpuid(const VpmuConfig *cfg, uint32_t leaf, uint32_t subleaf,
                      uint32_t regs[4])
 {
-    bool v2 = level(pmu) == VPMU_AMD_PERFMON_V2;
+    bool v2 = cfg->amd_level == VPMU_AMD_PERFMON_V2;
 
     switch (leaf) {
     case 0x80000000:
@@ -194,7 +129,7 @@ static int amd_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
         return 0;
     case 0x80000001:
         regs[2] &= ~(uint32_t)CPUID_80000001_ECX_PERFCTR_CORE;
-        if (level(pmu) >= VPMU_AMD_PERFCTR_CORE) {
+        if (cfg->amd_level >= VPMU_AMD_PERFCTR_CORE) {
             regs[2] |= (uint32_t)CPUID_80000001_ECX_PERFCTR_CORE;
         }
         return 0;
@@ -203,7 +138,7 @@ static int amd_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
         memset(regs, 0, 4 * sizeof(regs[0]));
         if (leaf == 0x80000022 && v2) {
             regs[0] = CPUID_80000022_EAX_PERFMON_V2;
-            regs[1] = pmu->nr_gp & CPUID_80000022_EBX_NUM_CORE;
+            regs[1] = cfg->nr_gp & CPUID_80000022_EBX_NUM_CORE;
         }
         return 0;
     default:
@@ -211,17 +146,48 @@ static int amd_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
     }
 }
 
-/* AMD has no Freeze_PerfMon_On_PMI for core counters. */
+/*
+ * The MSRs of a config and the bits a write keeps (KVM's
+ * amd_pmu_refresh()).  Reserved bits are dropped, never a #GP: every
+ * write of an existing MSR is legal, and one of PerfCntrGlobalStatus
+ * (read-only) is ignored.  The HostOnly/GuestOnly bits are only kept
+ * with amd_host_guest; the core decodes them (APM Vol. 2 13.2.1).  AMD
+ * has no Freeze_PerfMon_On_PMI for core counters.
+ */
 static void amd_rules(const VpmuConfig *cfg, VpmuRules *out)
 {
+    unsigned v2 = cfg->amd_level == VPMU_AMD_PERFMON_V2;
+    uint64_t evtsel = AMD_EVTSEL_KEEP |
+                      (cfg->amd_host_guest ? AMD_EVTSEL_HG : 0);
+
     out->freeze_on_pmi = 0;
     out->freeze_status = 0;
+    vpmu_rule_set(out, VPMU_MSR_EVTSEL, cfg->nr_gp, evtsel, 0);
+    vpmu_rule_set(out, VPMU_MSR_PMC, cfg->nr_gp,
+                  vpmu_width_mask(cfg->gp_width), 0);
+    /* Even MSRs are PERF_CTLi, odd ones PERF_CTRi: nr_gp pairs. */
+    vpmu_rule_set(out, VPMU_MSR_F15H_CTL_CTR,
+                  cfg->amd_level >= VPMU_AMD_PERFCTR_CORE ? cfg->nr_gp : 0,
+                  0, 0);
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_STATUS, v2, 0, VPMU_MSR_READ_ONLY);
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_CTRL, v2, counters_mask(cfg), 0);
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_OVF_CTRL, v2, counters_mask(cfg), 0);
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_STATUS_SET, v2, counters_mask(cfg), 0);
 }
 
 /*
- * The HostOnly/GuestOnly bits are only in a control with amd_host_guest
- * (evtsel_keep()); the core decodes them (APM Vol. 2 13.2.1).
+ * Where CPUID reports the config (APM Vol. 3 Appendix E): PerfCtrExtCore
+ * (the F15H MSRs), PerfMonV2 (the global MSRs) and, with it, the number
+ * of core counters.
  */
+static const VpmuCpuidField amd_cpuid_fields[] = {
+    { 0x80000001, 2, 23, 1, VPMU_CPUID_MSR_EXISTS, VPMU_MSR_F15H_CTL_CTR,
+      VPMU_AMD_K7 },
+    { 0x80000022, 0, 0, 1, VPMU_CPUID_MSR_EXISTS, VPMU_MSR_GLOBAL_CTRL,
+      VPMU_AMD_K7 },
+    { 0x80000022, 1, 0, 4, VPMU_CPUID_NR_GP, 0, VPMU_AMD_PERFMON_V2 },
+};
+
 const VpmuArchOps vpmu_amd_ops = {
     .name = "amd",
     .ranges = amd_ranges,
@@ -230,10 +196,11 @@ const VpmuArchOps vpmu_amd_ops = {
     .events = amd_events,
     .guest_only = AMD_EVTSEL_GUEST_ONLY,
     .host_only = AMD_EVTSEL_HOST_ONLY,
+    /* APM RDPMC: ECX selects a core counter; anything else #GP. */
+    .rdpmc_reserved = (uint32_t)~GENMASK_ULL(15, 0),
+    .cpuid_fields = amd_cpuid_fields,
+    .nr_cpuid_fields = VPMU_ARRAY_SIZE(amd_cpuid_fields),
     .check = amd_check,
-    .msr_exists = amd_msr_exists,
     .rules = amd_rules,
-    .sanitize = amd_sanitize,
-    .rdpmc_counter = amd_rdpmc_counter,
     .cpuid = amd_cpuid,
 };

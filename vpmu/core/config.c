@@ -19,6 +19,13 @@ const VpmuArchOps *vpmu_arch_for(VpmuVendor vendor)
     return NULL;
 }
 
+void vpmu_rules_init(const VpmuArchOps *a, const VpmuConfig *cfg,
+                     VpmuRules *out)
+{
+    memset(out, 0, sizeof(*out));
+    a->rules(cfg, out);
+}
+
 void vpmu_config_init(VpmuConfig *cfg, VpmuVendor vendor)
 {
     memset(cfg, 0, sizeof(*cfg));

@@ -6,6 +6,10 @@
  */
 #include "pmu-priv.h"
 
+/* IA32_PERF_GLOBAL_INUSE (SDM Figure 20-16). */
+#define INUSE_EVTSEL_BITS       GENMASK_ULL(17, 0)
+#define INUSE_PMI               BIT_ULL(63)
+
 /*
  * DEBUGCTL.Freeze_PerfMon_On_PMI (SDM Vol. 3B 20.2.4.1): the legacy freeze
  * (v2, v3) clears GLOBAL_CTRL; the streamlined one (v4+) sets
@@ -95,4 +99,28 @@ uint64_t vpmu_pmu_read_status(VpmuPmu *pmu)
 {
     vpmu_pmu_sync(pmu);
     return pmu->global_status;
+}
+
+/*
+ * IA32_PERF_GLOBAL_INUSE: bit i when PERFEVTSELi[17:0] is not 0, bit
+ * 32 + i when fixed counter i is enabled, bit 63 when any of them asks
+ * for a PMI.
+ */
+uint64_t vpmu_pmu_read_inuse(const VpmuPmu *pmu)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < pmu->nr_gp; i++) {
+        uint64_t ctl = pmu->gp[i].ctl;
+
+        v |= (ctl & INUSE_EVTSEL_BITS) ? BIT_ULL(i) : 0;
+        v |= (ctl & VPMU_EVTSEL_INT) ? INUSE_PMI : 0;
+    }
+    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+        uint64_t ctl = pmu->fixed[i].ctl;
+
+        v |= (ctl & VPMU_FIXED_CTRL_EN) ? BIT_ULL(32 + i) : 0;
+        v |= (ctl & VPMU_FIXED_CTRL_PMI) ? INUSE_PMI : 0;
+    }
+    return v;
 }

@@ -14,12 +14,14 @@ int vpmu_config_msr_spans_of(const VpmuConfig *cfg, unsigned roles,
 {
     const VpmuArchOps *arch;
     VpmuMsrSpan cur = { 0, 0 };
+    VpmuRules rules;
     size_t n = 0;
 
     if (vpmu_config_check(cfg, NULL, 0) < 0) {
         return -EINVAL;
     }
     arch = vpmu_arch_for(cfg->vendor);
+    vpmu_rules_init(arch, cfg, &rules);
     /* Ranges are sorted by base; merge existing MSRs into runs. */
     for (size_t i = 0; i < arch->nr_ranges; i++) {
         const VpmuMsrRange *r = &arch->ranges[i];
@@ -28,7 +30,7 @@ int vpmu_config_msr_spans_of(const VpmuConfig *cfg, unsigned roles,
             uint32_t msr = r->base + idx;
             unsigned uidx = idx;
 
-            if (!arch->msr_exists(cfg, r->kind, idx) ||
+            if (!vpmu_rules_msr_exists(&rules, r->kind, idx) ||
                 !(roles & (1u << vpmu_msr_kind_role(vpmu_msr_unalias(r->kind,
                                                             &uidx))))) {
                 continue;
@@ -59,17 +61,19 @@ int vpmu_config_msr_spans(const VpmuConfig *cfg, VpmuMsrSpan *out,
 int vpmu_config_msr_role(const VpmuConfig *cfg, uint32_t msr)
 {
     const VpmuArchOps *arch;
+    VpmuRules rules;
 
     if (vpmu_config_check(cfg, NULL, 0) < 0) {
         return -EINVAL;
     }
     arch = vpmu_arch_for(cfg->vendor);
+    vpmu_rules_init(arch, cfg, &rules);
     for (size_t i = 0; i < arch->nr_ranges; i++) {
         const VpmuMsrRange *r = &arch->ranges[i];
         unsigned idx = msr - r->base;
 
         if (msr >= r->base && idx < r->count &&
-            arch->msr_exists(cfg, r->kind, idx)) {
+            vpmu_rules_msr_exists(&rules, r->kind, idx)) {
             return (int)vpmu_msr_kind_role(vpmu_msr_unalias(r->kind, &idx));
         }
     }

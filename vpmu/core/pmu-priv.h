@@ -20,6 +20,17 @@
 #define BIT_ULL(n)      (1ull << (n))
 #define GENMASK_ULL(h, l) ((~0ull >> (63 - (h))) & (~0ull << (l)))
 
+/* Sign-extend the low 32 bits (Intel legacy PMC writes, SDM 20.2.5). */
+static inline uint64_t vpmu_sext32(uint64_t v)
+{
+    return (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+}
+
+static inline uint64_t vpmu_width_mask(unsigned width)
+{
+    return width >= 64 ? ~0ull : BIT_ULL(width) - 1;
+}
+
 /*
  * Event select layout shared by IA32_PERFEVTSELx (SDM Vol. 3B Figure 20-6)
  * and AMD PERF_CTLx (APM Vol. 2 Figure 13-7) in bits 31:0.
@@ -190,7 +201,32 @@ typedef struct VpmuMsrRange {
 #define VPMU_MAX_RANGES 16
 #define VPMU_MAX_RANGE_MSRS 64
 
-/* A vendor's rules for one configuration, fixed when the PMU is made. */
+/*
+ * How the core checks a guest write of one MSR kind (VpmuMsrRule.flags).
+ * Intel #GPs on a reserved bit (VPMU_MSR_FAULT); AMD drops it.
+ */
+#define VPMU_MSR_RULE_SET   (1u << 0)   /* the vendor gave the kind a rule */
+#define VPMU_MSR_FAULT      (1u << 1)   /* a bit outside writable #GPs */
+#define VPMU_MSR_READ_ONLY  (1u << 2)   /* a write #GPs (FAULT) or is dropped */
+#define VPMU_MSR_SEXT32     (1u << 3)   /* EAX sign-extended (Intel PMCx) */
+
+/* One MSR kind's rule for one configuration (VpmuRules.msr). */
+typedef struct VpmuMsrRule {
+    uint64_t writable;      /* the bits a write may set */
+    /*
+     * How many MSRs of the kind exist: those of index < nr (counter
+     * index; an interleaved F15H kind counts CTL/CTR pairs).  0: none,
+     * the kind's MSRs #GP.
+     */
+    uint8_t nr;
+    uint8_t flags;          /* VPMU_MSR_* */
+} VpmuMsrRule;
+
+/*
+ * A vendor's rules for one configuration, made once when the PMU is made
+ * (vpmu_rules_init()), as KVM's refresh() computes its reserved masks:
+ * nothing on a guest access recomputes them.
+ */
 typedef struct VpmuRules {
     /* DEBUGCTL bit that freezes the PMU when a PMI is requested (0: none) */
     uint64_t freeze_on_pmi;
@@ -199,13 +235,82 @@ typedef struct VpmuRules {
      * set (Intel v4 CTR_Frz); 0: a freeze clears GLOBAL_CTRL instead.
      */
     uint64_t freeze_status;
+    VpmuMsrRule msr[VPMU_MSR_KIND__COUNT];  /* by VpmuMsrKind */
 } VpmuRules;
 
+/* For a vendor's rules() hook: the rule of @kind. */
+static inline void vpmu_rule_set(VpmuRules *out, VpmuMsrKind kind,
+                                 unsigned nr, uint64_t writable,
+                                 unsigned flags)
+{
+    out->msr[kind].writable = writable;
+    out->msr[kind].nr = (uint8_t)nr;
+    out->msr[kind].flags = (uint8_t)(flags | VPMU_MSR_RULE_SET);
+}
+
+/* Does MSR @idx of a range of @kind exist (for the config of @rules)? */
+static inline bool vpmu_rules_msr_exists(const VpmuRules *rules,
+                                         VpmuMsrKind kind, unsigned idx)
+{
+    unsigned k = idx;
+
+    vpmu_msr_unalias(kind, &k);
+    return k < rules->msr[kind].nr;
+}
+
 /*
- * The vendor split.  As KVM's common pmu.c, the core owns the state: it
- * applies every write, keeps the global MSRs and decodes controls with the
- * vendor's tables.  A vendor says what exists, what is legal and what a
- * write leaves for the guest to read back, and answers its CPUID leaves.
+ * The core's check of a guest write of an existing MSR of (unaliased)
+ * @kind: 0 with *@val what the core applies (what the guest reads back),
+ * or -EINVAL (#GP).  A table look-up, no vendor call.
+ */
+static inline int vpmu_rules_sanitize(const VpmuRules *rules,
+                                      VpmuMsrKind kind, uint64_t *val)
+{
+    const VpmuMsrRule *r = &rules->msr[kind];
+
+    if ((*val & ~r->writable) || (r->flags & VPMU_MSR_READ_ONLY)) {
+        if (r->flags & VPMU_MSR_FAULT) {
+            return -EINVAL;
+        }
+        *val &= r->writable;
+    }
+    if (r->flags & VPMU_MSR_SEXT32) {
+        *val = vpmu_sext32(*val);
+    }
+    return 0;
+}
+
+/*
+ * A field of a CPUID leaf that reports the configuration: what
+ * vpmu_arch_validate() compares with the config and its rules.
+ */
+typedef enum VpmuCpuidWhat {
+    VPMU_CPUID_VERSION,         /* cfg->intel_version */
+    VPMU_CPUID_NR_GP,
+    VPMU_CPUID_GP_WIDTH,
+    VPMU_CPUID_NR_FIXED,
+    VPMU_CPUID_FIXED_WIDTH,
+    VPMU_CPUID_MSR_EXISTS,      /* 1 iff MSRs of .kind exist */
+} VpmuCpuidWhat;
+
+typedef struct VpmuCpuidField {
+    uint32_t leaf;
+    uint8_t reg;                /* 0 EAX, 1 EBX, 2 ECX, 3 EDX */
+    uint8_t shift, bits;
+    VpmuCpuidWhat what;
+    VpmuMsrKind kind;           /* VPMU_CPUID_MSR_EXISTS */
+    /* Reported from this version (Intel) or level (AMD) on. */
+    unsigned since;
+} VpmuCpuidField;
+
+/*
+ * The vendor split, as libpfm4's PMU descriptors: a vendor is its MSR
+ * ranges, its event tables, its RDPMC layout, a check of a configuration,
+ * the rules that configuration gets (computed once) and its CPUID leaves.
+ * As in KVM's common pmu.c, the core owns the state and every check on
+ * a guest access: it finds the MSR, checks it exists and sanitises the
+ * write with the rules, and decodes controls with the tables.
+ * vpmu_arch_validate() checks a vendor's tables (tests/test-tables.c).
  */
 typedef struct VpmuArchOps {
     const char *name;
@@ -220,23 +325,19 @@ typedef struct VpmuArchOps {
     const VpmuArchEvent *fixed_events;  /* what fixed counter i counts */
     /* AMD GuestOnly/HostOnly control bits (APM 13.2.1); 0 on Intel. */
     uint64_t guest_only, host_only;
+    /*
+     * RDPMC's ECX: set reserved bits #GP, the fixed bit selects a fixed
+     * counter (0: none); the other bits are the counter's index.
+     */
+    uint32_t rdpmc_reserved, rdpmc_fixed;
+    /* Where CPUID reports the configuration (for the validator). */
+    const VpmuCpuidField *cpuid_fields;
+    size_t nr_cpuid_fields;
 
     int (*check)(const VpmuConfig *cfg, char *err, size_t errlen);
-    /* Does MSR kind/index exist for this config?  Else #GP. */
-    bool (*msr_exists)(const VpmuConfig *cfg, VpmuMsrKind kind, unsigned idx);
+    /* The rules of a checked config; @out is zeroed first. */
     void (*rules)(const VpmuConfig *cfg, VpmuRules *out);
-    /*
-     * Is writing *@val to an existing MSR legal?  0 with *@val what the
-     * core applies (what the guest reads back), or -EINVAL (#GP).  @kind
-     * is unaliased (no F15H kind), @idx the counter's.
-     */
-    int (*sanitize)(const VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
-                    uint64_t *val);
-    /* Value of a vendor's derived read-only MSR (INUSE, PERF_CAPABILITIES). */
-    uint64_t (*read_only)(const VpmuPmu *pmu, VpmuMsrKind kind);
-    /* The counter RDPMC's ECX names: 0 and its id, or -EINVAL (#GP). */
-    int (*rdpmc_counter)(const VpmuPmu *pmu, uint32_t ecx, uint32_t *id);
-    int (*cpuid)(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
+    int (*cpuid)(const VpmuConfig *cfg, uint32_t leaf, uint32_t subleaf,
                  uint32_t regs[4]);
 } VpmuArchOps;
 
@@ -284,8 +385,22 @@ struct VpmuPmu {
     VpmuLogger log;             /* opts.log; VpmuLogKind once each */
 };
 
-/* core/pmu.c */
+/* core/config.c */
 const VpmuArchOps *vpmu_arch_for(VpmuVendor vendor);
+/* The rules of config @cfg (checked) on vendor @a. */
+void vpmu_rules_init(const VpmuArchOps *a, const VpmuConfig *cfg,
+                     VpmuRules *out);
+
+/*
+ * core/validate.c: libpfm4's validate for a vendor's tables.  0 if they
+ * are consistent (alone, and with the rules and CPUID leaves of @cfg, a
+ * config @a's check accepts), else -EINVAL and what is wrong in @err.
+ */
+int vpmu_arch_validate(const VpmuArchOps *a, char *err, size_t errlen);
+int vpmu_arch_validate_config(const VpmuArchOps *a, const VpmuConfig *cfg,
+                              char *err, size_t errlen);
+
+/* core/pmu.c */
 /* Decode a control word with the vendor's tables (once, when written). */
 void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
                      VpmuCtl *out);
@@ -332,6 +447,8 @@ void vpmu_pmu_apply(VpmuPmu *pmu, VpmuMsrKind kind, unsigned idx,
                     uint64_t val, const VpmuCtl dec[VPMU_MAX_FIXED],
                     bool retire);
 uint64_t vpmu_pmu_read_status(VpmuPmu *pmu);
+/* IA32_PERF_GLOBAL_INUSE (Intel v4+), derived from the controls. */
+uint64_t vpmu_pmu_read_inuse(const VpmuPmu *pmu);
 void vpmu_pmu_reprogram_all(VpmuPmu *pmu);
 
 /*
@@ -423,16 +540,5 @@ static inline bool vpmu_write_may_count(const VpmuPmu *pmu, VpmuMsrKind kind,
 
 /* core/filter.c */
 int vpmu_filter_clone(const VpmuFilter *f, VpmuFilter **out);
-
-/* Sign-extend the low 32 bits (Intel legacy PMC writes, SDM 20.2.5). */
-static inline uint64_t vpmu_sext32(uint64_t v)
-{
-    return (uint64_t)(int64_t)(int32_t)(uint32_t)v;
-}
-
-static inline uint64_t vpmu_width_mask(unsigned width)
-{
-    return width >= 64 ? ~0ull : BIT_ULL(width) - 1;
-}
 
 #endif /* VPMU_PMU_PRIV_H */

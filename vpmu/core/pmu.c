@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * VpmuPmu: lifecycle, and guest MSR, RDPMC and CPUID accesses (the
- * configuration it is made from: config.c).  A guest WRMSR: find the MSR in the vendor's range table (and
- * whether it exists, from the bitmaps made at creation), let the vendor
- * sanitise the value, decode a control with the vendor's tables, and hand
- * it to the counter model (counter.c), which applies it.
+ * configuration it is made from: config.c).  A guest WRMSR: find the MSR
+ * in the vendor's range table (and whether it exists, from the bitmaps
+ * made at creation), sanitise the value with the kind's rule (made at
+ * creation too), decode a control with the vendor's tables, and hand it
+ * to the counter model (counter.c), which applies it.
  */
 #include "pmu-priv.h"
 
@@ -31,7 +32,7 @@ void vpmu_pmu_reset(VpmuPmu *pmu)
     vpmu_pmu_reprogram_all(pmu);
 }
 
-/* Which MSRs of the vendor's ranges exist: asked once, not per access. */
+/* Which MSRs of the vendor's ranges exist: found once, not per access. */
 static void msr_present_init(VpmuPmu *pmu)
 {
     const VpmuArchOps *a = pmu->arch;
@@ -40,7 +41,7 @@ static void msr_present_init(VpmuPmu *pmu)
         /* A range is at most one bitmap long (the longest, AMD F15H: 12). */
         for (unsigned idx = 0; idx < a->ranges[i].count &&
                                idx < VPMU_MAX_RANGE_MSRS; idx++) {
-            if (a->msr_exists(&pmu->cfg, a->ranges[i].kind, idx)) {
+            if (vpmu_rules_msr_exists(&pmu->rules, a->ranges[i].kind, idx)) {
                 pmu->present[i] |= BIT_ULL(idx);
             }
         }
@@ -72,8 +73,8 @@ int vpmu_pmu_new(const VpmuConfig *cfg, const VpmuPmuOpts *opts,
     pmu->opts = *opts;
     vpmu_logger_init(&pmu->log, opts->log, opts->opaque);
     pmu->arch = vpmu_arch_for(cfg->vendor);
-    pmu->arch->rules(cfg, &pmu->rules);
-    pmu->has_global = pmu->arch->msr_exists(cfg, VPMU_MSR_GLOBAL_CTRL, 0);
+    vpmu_rules_init(pmu->arch, cfg, &pmu->rules);
+    pmu->has_global = pmu->rules.msr[VPMU_MSR_GLOBAL_CTRL].nr > 0;
     msr_present_init(pmu);
     pmu->nr_gp = cfg->nr_gp;
     pmu->nr_fixed = cfg->nr_fixed;
@@ -162,8 +163,9 @@ static uint64_t control_read(const VpmuPmu *pmu, VpmuMsrKind kind,
     case VPMU_MSR_DEBUGCTL:
         return pmu->debugctl;
     case VPMU_MSR_GLOBAL_INUSE:
+        return vpmu_pmu_read_inuse(pmu);
     case VPMU_MSR_PERF_CAPABILITIES:
-        return pmu->arch->read_only(pmu, kind);
+        return pmu->cfg.perf_capabilities;
     default:
         /* OVF_CTRL / STATUS_RESET / STATUS_CLR and STATUS_SET read as 0. */
         return 0;
@@ -334,7 +336,7 @@ static int pmu_wrmsr(VpmuPmu *pmu, uint32_t msr, uint64_t val, bool retire)
     }
     pmu->stats.wrmsr++;
     if (r == 0) {
-        r = pmu->arch->sanitize(pmu, kind, idx, &val);
+        r = vpmu_rules_sanitize(&pmu->rules, kind, &val);
     }
     if (r < 0) {
         pmu->stats.gp_faults++;
@@ -375,12 +377,16 @@ int vpmu_pmu_wrmsr_taken(VpmuPmu *pmu, uint32_t msr, uint64_t val)
 
 int vpmu_pmu_rdpmc(VpmuPmu *pmu, uint32_t ecx, uint64_t *val)
 {
+    const VpmuArchOps *a = pmu->arch;
     VpmuCounter *c = NULL;
-    uint32_t id;
 
     pmu->stats.rdpmc++;
-    if (pmu->arch->rdpmc_counter(pmu, ecx, &id) == 0) {
-        c = vpmu_counter_by_id(pmu, id);
+    if (!(ecx & a->rdpmc_reserved)) {
+        uint32_t idx = ecx & ~(a->rdpmc_reserved | a->rdpmc_fixed);
+
+        c = vpmu_counter_by_id(pmu, (ecx & a->rdpmc_fixed)
+                                    ? VPMU_COUNTER_FIXED_ID(idx)
+                                    : VPMU_COUNTER_GP(idx));
     }
     if (!c) {
         pmu->stats.gp_faults++;
@@ -399,7 +405,7 @@ bool vpmu_rdpmc_permitted(unsigned cpl, bool cr4_pce)
 int vpmu_pmu_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
                    uint32_t regs[4])
 {
-    return pmu->arch->cpuid(pmu, leaf, subleaf, regs);
+    return pmu->arch->cpuid(&pmu->cfg, leaf, subleaf, regs);
 }
 
 void vpmu_pmu_set_guest_mode(VpmuPmu *pmu, bool guest)

@@ -165,10 +165,10 @@ static int check_reg(const VpmuPmu *pmu, VpmuMsrKind kind, uint64_t val,
 {
     uint64_t kept = val;
 
-    if (!pmu->arch->msr_exists(&pmu->cfg, kind, 0)) {
+    if (!pmu->rules.msr[kind].nr) {
         return val == reset ? 0 : -EINVAL;
     }
-    if (pmu->arch->sanitize(pmu, kind, 0, &kept) < 0 || kept != val) {
+    if (vpmu_rules_sanitize(&pmu->rules, kind, &kept) < 0 || kept != val) {
         return -EINVAL;
     }
     return 0;
@@ -193,7 +193,8 @@ static int state_check_regs(const VpmuPmu *pmu, const StateRegs *s)
             return -EINVAL;
         }
         if (!c->fixed) {
-            if (pmu->arch->sanitize(pmu, VPMU_MSR_EVTSEL, i, &kept) < 0 ||
+            if (vpmu_rules_sanitize(&pmu->rules, VPMU_MSR_EVTSEL,
+                                    &kept) < 0 ||
                 kept != s->ctl[i]) {
                 return -EINVAL;
             }

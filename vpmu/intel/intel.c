@@ -20,10 +20,6 @@
 #define DEBUGCTL_FREEZE_PERFMON_ON_PMI BIT_ULL(12)
 #define DEBUGCTL_FREEZE_WHILE_SMM BIT_ULL(14)
 
-/* IA32_PERF_GLOBAL_INUSE (SDM Figure 20-16). */
-#define INUSE_EVTSEL_BITS       GENMASK_ULL(17, 0)
-#define INUSE_PMI               BIT_ULL(63)
-
 /* CPUID.0AH (SDM Vol. 2A CPUID, Table 3-8). */
 #define CPUID_A_EAX_NR_GP_SHIFT 8
 #define CPUID_A_EAX_WIDTH_SHIFT 16
@@ -32,11 +28,14 @@
 #define CPUID_A_EDX_ANY_DEPRECATED BIT_ULL(15)
 #define CPUID_1_ECX_PDCM        BIT_ULL(15)
 
-/* RDPMC ECX (SDM Vol. 2B RDPMC). */
+/*
+ * RDPMC ECX (SDM Vol. 2B RDPMC): ECX[30] selects the fixed counters,
+ * ECX[15:0] the index; fast reads (ECX[31]) are not architectural and
+ * ECX[29:16] must be 0.
+ */
 #define RDPMC_FAST              BIT_ULL(31)
 #define RDPMC_FIXED             BIT_ULL(30)
 #define RDPMC_TYPE_RESERVED     GENMASK_ULL(29, 16)
-#define RDPMC_INDEX             GENMASK_ULL(15, 0)
 
 /* Sorted by base: vpmu_config_msr_spans() merges in this order. */
 static const VpmuMsrRange intel_ranges[] = {
@@ -106,65 +105,56 @@ static const VpmuArchEvent intel_fixed_events[] = {
 _Static_assert(VPMU_ARRAY_SIZE(intel_fixed_events) == VPMU_MAX_FIXED,
                "one event per fixed counter");
 
-static unsigned version(const VpmuPmu *pmu)
-{
-    return pmu->cfg.intel_version;
-}
-
 /* AnyThread exists from v3; v5 deprecates it (CPUID.0AH:EDX[15]). */
-static bool anythread_ok(const VpmuPmu *pmu)
+static bool anythread_ok(const VpmuConfig *cfg)
 {
-    return version(pmu) == 3 || version(pmu) == 4;
+    return cfg->intel_version == 3 || cfg->intel_version == 4;
 }
 
-static uint64_t counters_mask(const VpmuPmu *pmu)
+/* GLOBAL_CTRL/STATUS: GP i at bit i, fixed i at bit 32 + i (Figure 20-8). */
+static uint64_t counters_mask(const VpmuConfig *cfg)
 {
     uint64_t m = 0;
 
-    if (pmu->nr_gp) {
-        m |= GENMASK_ULL(pmu->nr_gp - 1, 0);
+    if (cfg->nr_gp) {
+        m |= GENMASK_ULL(cfg->nr_gp - 1, 0);
     }
-    if (pmu->nr_fixed) {
-        m |= GENMASK_ULL(32 + pmu->nr_fixed - 1, 32);
+    if (cfg->nr_fixed) {
+        m |= GENMASK_ULL(32 + cfg->nr_fixed - 1, 32);
     }
     return m;
 }
 
-static uint64_t evtsel_reserved(const VpmuPmu *pmu)
+static uint64_t evtsel_writable(const VpmuConfig *cfg)
 {
     /* Bits 63:32 (no TSX IN_TX/IN_TXCP), AnyThread when not supported. */
-    return GENMASK_ULL(63, 32) | (anythread_ok(pmu) ? 0 : VPMU_EVTSEL_ANY);
+    return ~(GENMASK_ULL(63, 32) | (anythread_ok(cfg) ? 0 : VPMU_EVTSEL_ANY));
 }
 
-static uint64_t fixed_ctrl_writable(const VpmuPmu *pmu)
+static uint64_t fixed_ctrl_writable(const VpmuConfig *cfg)
 {
     uint64_t field = VPMU_FIXED_CTRL_EN | VPMU_FIXED_CTRL_PMI |
-                     (anythread_ok(pmu) ? VPMU_FIXED_CTRL_ANY : 0);
+                     (anythread_ok(cfg) ? VPMU_FIXED_CTRL_ANY : 0);
     uint64_t m = 0;
 
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
+    for (unsigned i = 0; i < cfg->nr_fixed; i++) {
         m |= field << (VPMU_FIXED_CTRL_BITS * i);
     }
     return m;
 }
 
-static uint64_t status_reset_writable(const VpmuPmu *pmu)
+static uint64_t status_reset_writable(const VpmuConfig *cfg)
 {
-    uint64_t m = counters_mask(pmu) | STATUS_OVF_BUF | STATUS_COND_CHGD;
+    uint64_t m = counters_mask(cfg) | STATUS_OVF_BUF | STATUS_COND_CHGD;
 
-    return version(pmu) >= 4 ? m | STATUS_LBR_FRZ | STATUS_CTR_FRZ : m;
+    return cfg->intel_version >= 4 ? m | STATUS_LBR_FRZ | STATUS_CTR_FRZ : m;
 }
 
-static uint64_t status_set_writable(const VpmuPmu *pmu)
-{
-    return status_reset_writable(pmu) & ~STATUS_COND_CHGD;
-}
-
-static uint64_t debugctl_writable(const VpmuPmu *pmu)
+static uint64_t debugctl_writable(const VpmuConfig *cfg)
 {
     uint64_t m = DEBUGCTL_BTF | DEBUGCTL_FREEZE_WHILE_SMM;
 
-    return version(pmu) >= 2 ? m | DEBUGCTL_FREEZE_PERFMON_ON_PMI : m;
+    return cfg->intel_version >= 2 ? m | DEBUGCTL_FREEZE_PERFMON_ON_PMI : m;
 }
 
 static int intel_check(const VpmuConfig *cfg, char *err, size_t errlen)
@@ -214,123 +204,8 @@ static int intel_check(const VpmuConfig *cfg, char *err, size_t errlen)
     return 0;
 }
 
-static bool intel_msr_exists(const VpmuConfig *cfg, VpmuMsrKind kind,
-                             unsigned idx)
+static void cpuid_leaf_a(const VpmuConfig *cfg, uint32_t regs[4])
 {
-    switch (kind) {
-    case VPMU_MSR_PMC:
-    case VPMU_MSR_EVTSEL:
-        return idx < cfg->nr_gp;
-    case VPMU_MSR_A_PMC:
-        return idx < cfg->nr_gp &&
-               (cfg->perf_capabilities & VPMU_PERF_CAP_FW_WRITE);
-    case VPMU_MSR_FIXED_CTR:
-        return idx < cfg->nr_fixed;
-    case VPMU_MSR_FIXED_CTR_CTRL:
-    case VPMU_MSR_GLOBAL_STATUS:
-    case VPMU_MSR_GLOBAL_CTRL:
-    case VPMU_MSR_GLOBAL_OVF_CTRL:
-        return cfg->intel_version >= 2;
-    case VPMU_MSR_GLOBAL_STATUS_SET:
-    case VPMU_MSR_GLOBAL_INUSE:
-        return cfg->intel_version >= 4;
-    case VPMU_MSR_PERF_CAPABILITIES:
-        return cfg->pdcm;
-    case VPMU_MSR_DEBUGCTL:
-        return true;
-    default:
-        return false;
-    }
-}
-
-static uint64_t inuse_read(const VpmuPmu *pmu)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < pmu->nr_gp; i++) {
-        uint64_t ctl = pmu->gp[i].ctl;
-
-        v |= (ctl & INUSE_EVTSEL_BITS) ? BIT_ULL(i) : 0;
-        v |= (ctl & VPMU_EVTSEL_INT) ? INUSE_PMI : 0;
-    }
-    for (unsigned i = 0; i < pmu->nr_fixed; i++) {
-        uint64_t ctl = pmu->fixed[i].ctl;
-
-        v |= (ctl & VPMU_FIXED_CTRL_EN) ? BIT_ULL(32 + i) : 0;
-        v |= (ctl & VPMU_FIXED_CTRL_PMI) ? INUSE_PMI : 0;
-    }
-    return v;
-}
-
-static uint64_t intel_read_only(const VpmuPmu *pmu, VpmuMsrKind kind)
-{
-    return kind == VPMU_MSR_GLOBAL_INUSE ? inuse_read(pmu)
-                                         : pmu->cfg.perf_capabilities;
-}
-
-/* The bits a write may set, for the kinds that take a checked value. */
-static uint64_t intel_writable(const VpmuPmu *pmu, VpmuMsrKind kind)
-{
-    switch (kind) {
-    case VPMU_MSR_PMC:
-        return ~0ull;   /* sign-extended from bit 31, then masked */
-    case VPMU_MSR_A_PMC:
-        return pmu->gp[0].mask;
-    case VPMU_MSR_FIXED_CTR:
-        return pmu->fixed[0].mask;
-    case VPMU_MSR_EVTSEL:
-        return ~evtsel_reserved(pmu);
-    case VPMU_MSR_FIXED_CTR_CTRL:
-        return fixed_ctrl_writable(pmu);
-    case VPMU_MSR_GLOBAL_CTRL:
-        return counters_mask(pmu);
-    case VPMU_MSR_GLOBAL_OVF_CTRL:
-        return status_reset_writable(pmu);
-    case VPMU_MSR_GLOBAL_STATUS_SET:
-        return status_set_writable(pmu);
-    case VPMU_MSR_DEBUGCTL:
-        return debugctl_writable(pmu);
-    default:
-        return 0;       /* read-only: STATUS, INUSE, PERF_CAPABILITIES */
-    }
-}
-
-static int intel_sanitize(const VpmuPmu *pmu, VpmuMsrKind kind,
-                          unsigned idx, uint64_t *val)
-{
-    /*
-     * Read-only MSRs take no write at all (a zero mask alone is not
-     * read-only: FIXED_CTR_CTRL without fixed counters takes 0).
-     */
-    if (kind == VPMU_MSR_GLOBAL_STATUS || kind == VPMU_MSR_GLOBAL_INUSE ||
-        kind == VPMU_MSR_PERF_CAPABILITIES ||
-        (*val & ~intel_writable(pmu, kind))) {
-        return -EINVAL;
-    }
-    if (kind == VPMU_MSR_PMC) {
-        /* SDM 20.2.5: legacy writes take EAX sign-extended. */
-        *val = vpmu_sext32(*val);
-    }
-    return 0;
-}
-
-static int intel_rdpmc_counter(const VpmuPmu *pmu, uint32_t ecx,
-                               uint32_t *id)
-{
-    unsigned idx = ecx & RDPMC_INDEX;
-
-    /* Fast reads (ECX[31]) are not architectural; ECX[29:16] must be 0. */
-    if (ecx & (RDPMC_FAST | RDPMC_TYPE_RESERVED)) {
-        return -EINVAL;
-    }
-    *id = (ecx & RDPMC_FIXED) ? VPMU_COUNTER_FIXED_ID(idx)
-                              : VPMU_COUNTER_GP(idx);
-    return 0;
-}
-
-static void cpuid_leaf_a(const VpmuPmu *pmu, uint32_t regs[4])
-{
-    const VpmuConfig *cfg = &pmu->cfg;
     unsigned len = cfg->intel_version >= 5 ? 8 : 7;
 
     regs[0] = cfg->intel_version | cfg->nr_gp << CPUID_A_EAX_NR_GP_SHIFT |
@@ -349,8 +224,8 @@ static void cpuid_leaf_a(const VpmuPmu *pmu, uint32_t regs[4])
     }
 }
 
-static int intel_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
-                       uint32_t regs[4])
+static int intel_cpuid(const VpmuConfig *cfg, uint32_t leaf,
+                       uint32_t subleaf, uint32_t regs[4])
 {
     switch (leaf) {
     case 0x0:
@@ -359,14 +234,47 @@ static int intel_cpuid(const VpmuPmu *pmu, uint32_t leaf, uint32_t subleaf,
         return 0;
     case 0x1:
         regs[2] &= ~(uint32_t)CPUID_1_ECX_PDCM;
-        regs[2] |= pmu->cfg.pdcm ? (uint32_t)CPUID_1_ECX_PDCM : 0;
+        regs[2] |= cfg->pdcm ? (uint32_t)CPUID_1_ECX_PDCM : 0;
         return 0;
     case 0xa:
-        cpuid_leaf_a(pmu, regs);
+        cpuid_leaf_a(cfg, regs);
         return 0;
     default:
         return -ENOENT;
     }
+}
+
+/*
+ * The MSRs of a config and the bits a write may set (KVM's
+ * intel_pmu_refresh()): any other bit, and any write of a read-only MSR,
+ * #GPs.  Legacy PMCx writes take EAX sign-extended, never a #GP (SDM
+ * 20.2.5): their EDX is dropped.
+ */
+static void intel_msr_rules(const VpmuConfig *cfg, VpmuRules *out)
+{
+    unsigned v2 = cfg->intel_version >= 2, v4 = cfg->intel_version >= 4;
+    bool fw = cfg->perf_capabilities & VPMU_PERF_CAP_FW_WRITE;
+    const unsigned F = VPMU_MSR_FAULT, RO = F | VPMU_MSR_READ_ONLY;
+
+    vpmu_rule_set(out, VPMU_MSR_PMC, cfg->nr_gp, GENMASK_ULL(31, 0),
+                  VPMU_MSR_SEXT32);
+    vpmu_rule_set(out, VPMU_MSR_EVTSEL, cfg->nr_gp, evtsel_writable(cfg), F);
+    vpmu_rule_set(out, VPMU_MSR_A_PMC, fw ? cfg->nr_gp : 0,
+                  vpmu_width_mask(cfg->gp_width), F);
+    vpmu_rule_set(out, VPMU_MSR_FIXED_CTR, cfg->nr_fixed,
+                  vpmu_width_mask(cfg->fixed_width), F);
+    vpmu_rule_set(out, VPMU_MSR_FIXED_CTR_CTRL, v2, fixed_ctrl_writable(cfg),
+                  F);
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_STATUS, v2, 0, RO);
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_CTRL, v2, counters_mask(cfg), F);
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_OVF_CTRL, v2,
+                  status_reset_writable(cfg), F);
+    /* STATUS_SET sets what STATUS_RESET clears, but CondChgd. */
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_STATUS_SET, v4,
+                  status_reset_writable(cfg) & ~STATUS_COND_CHGD, F);
+    vpmu_rule_set(out, VPMU_MSR_GLOBAL_INUSE, v4, 0, RO);
+    vpmu_rule_set(out, VPMU_MSR_PERF_CAPABILITIES, cfg->pdcm, 0, RO);
+    vpmu_rule_set(out, VPMU_MSR_DEBUGCTL, 1, debugctl_writable(cfg), F);
 }
 
 /*
@@ -378,7 +286,18 @@ static void intel_rules(const VpmuConfig *cfg, VpmuRules *out)
     out->freeze_on_pmi = cfg->intel_version >= 2 ?
                          DEBUGCTL_FREEZE_PERFMON_ON_PMI : 0;
     out->freeze_status = cfg->intel_version >= 4 ? STATUS_CTR_FRZ : 0;
+    intel_msr_rules(cfg, out);
 }
+
+/* Where CPUID.0AH and CPUID.01H report the config (SDM Vol. 2A Table 3-8). */
+static const VpmuCpuidField intel_cpuid_fields[] = {
+    { 0xa, 0, 0, 8, VPMU_CPUID_VERSION, 0, 1 },
+    { 0xa, 0, CPUID_A_EAX_NR_GP_SHIFT, 8, VPMU_CPUID_NR_GP, 0, 1 },
+    { 0xa, 0, CPUID_A_EAX_WIDTH_SHIFT, 8, VPMU_CPUID_GP_WIDTH, 0, 1 },
+    { 0xa, 3, 0, CPUID_A_EDX_WIDTH_SHIFT, VPMU_CPUID_NR_FIXED, 0, 2 },
+    { 0xa, 3, CPUID_A_EDX_WIDTH_SHIFT, 8, VPMU_CPUID_FIXED_WIDTH, 0, 2 },
+    { 0x1, 2, 15, 1, VPMU_CPUID_MSR_EXISTS, VPMU_MSR_PERF_CAPABILITIES, 1 },
+};
 
 const VpmuArchOps vpmu_intel_ops = {
     .name = "intel",
@@ -389,11 +308,11 @@ const VpmuArchOps vpmu_intel_ops = {
     .aliases = intel_aliases,
     .nr_aliases = VPMU_ARRAY_SIZE(intel_aliases),
     .fixed_events = intel_fixed_events,
+    .rdpmc_reserved = RDPMC_FAST | RDPMC_TYPE_RESERVED,
+    .rdpmc_fixed = RDPMC_FIXED,
+    .cpuid_fields = intel_cpuid_fields,
+    .nr_cpuid_fields = VPMU_ARRAY_SIZE(intel_cpuid_fields),
     .check = intel_check,
-    .msr_exists = intel_msr_exists,
     .rules = intel_rules,
-    .sanitize = intel_sanitize,
-    .read_only = intel_read_only,
-    .rdpmc_counter = intel_rdpmc_counter,
     .cpuid = intel_cpuid,
 };
