@@ -293,9 +293,12 @@ typedef enum VpmuCpuidWhat {
     VPMU_CPUID_MSR_EXISTS,      /* 1 iff MSRs of .kind exist */
 } VpmuCpuidWhat;
 
+/* CPUID output registers, as indices of regs[4]. */
+enum { VPMU_EAX, VPMU_EBX, VPMU_ECX, VPMU_EDX };
+
 typedef struct VpmuCpuidField {
     uint32_t leaf;
-    uint8_t reg;                /* 0 EAX, 1 EBX, 2 ECX, 3 EDX */
+    uint8_t reg;                /* VPMU_EAX ... VPMU_EDX */
     uint8_t shift, bits;
     VpmuCpuidWhat what;
     VpmuMsrKind kind;           /* VPMU_CPUID_MSR_EXISTS */

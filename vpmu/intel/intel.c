@@ -26,7 +26,8 @@
 #define CPUID_A_EAX_EBXLEN_SHIFT 24
 #define CPUID_A_EDX_WIDTH_SHIFT 5
 #define CPUID_A_EDX_ANY_DEPRECATED BIT_ULL(15)
-#define CPUID_1_ECX_PDCM        BIT_ULL(15)
+#define CPUID_1_ECX_PDCM_BIT    15
+#define CPUID_1_ECX_PDCM        BIT_ULL(CPUID_1_ECX_PDCM_BIT)
 
 /*
  * RDPMC ECX (SDM Vol. 2B RDPMC): ECX[30] selects the fixed counters,
@@ -291,12 +292,15 @@ static void intel_rules(const VpmuConfig *cfg, VpmuRules *out)
 
 /* Where CPUID.0AH and CPUID.01H report the config (SDM Vol. 2A Table 3-8). */
 static const VpmuCpuidField intel_cpuid_fields[] = {
-    { 0xa, 0, 0, 8, VPMU_CPUID_VERSION, 0, 1 },
-    { 0xa, 0, CPUID_A_EAX_NR_GP_SHIFT, 8, VPMU_CPUID_NR_GP, 0, 1 },
-    { 0xa, 0, CPUID_A_EAX_WIDTH_SHIFT, 8, VPMU_CPUID_GP_WIDTH, 0, 1 },
-    { 0xa, 3, 0, CPUID_A_EDX_WIDTH_SHIFT, VPMU_CPUID_NR_FIXED, 0, 2 },
-    { 0xa, 3, CPUID_A_EDX_WIDTH_SHIFT, 8, VPMU_CPUID_FIXED_WIDTH, 0, 2 },
-    { 0x1, 2, 15, 1, VPMU_CPUID_MSR_EXISTS, VPMU_MSR_PERF_CAPABILITIES, 1 },
+    { 0xa, VPMU_EAX, 0, 8, VPMU_CPUID_VERSION, 0, 1 },
+    { 0xa, VPMU_EAX, CPUID_A_EAX_NR_GP_SHIFT, 8, VPMU_CPUID_NR_GP, 0, 1 },
+    { 0xa, VPMU_EAX, CPUID_A_EAX_WIDTH_SHIFT, 8, VPMU_CPUID_GP_WIDTH, 0, 1 },
+    /* EDX[4:0] and EDX[12:5] from version 2 on */
+    { 0xa, VPMU_EDX, 0, CPUID_A_EDX_WIDTH_SHIFT, VPMU_CPUID_NR_FIXED, 0, 2 },
+    { 0xa, VPMU_EDX, CPUID_A_EDX_WIDTH_SHIFT, 8, VPMU_CPUID_FIXED_WIDTH, 0,
+      2 },
+    { 0x1, VPMU_ECX, CPUID_1_ECX_PDCM_BIT, 1, VPMU_CPUID_MSR_EXISTS,
+      VPMU_MSR_PERF_CAPABILITIES, 1 },
 };
 
 const VpmuArchOps vpmu_intel_ops = {
