@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
+ * The host: its CPU's PMU and its KVM's vPMU (vpmu_host_probe(), below),
+ * and whether KVM's mediated vPMU is on (vpmu_host_check()).
+ *
  * Can vpmu's host perf events count a guest on this host?  Not where
  * KVM's mediated vPMU is on (Linux 7.0 and later, the module parameter
  * enable_mediated_pmu of kvm_amd or kvm_intel; docs/kvm.md, "Mediated
@@ -24,9 +27,12 @@
 #define VPMU_HOST_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include <vpmu/export.h>
 #include <vpmu/perf.h>
+#include <vpmu/pmu.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,6 +92,134 @@ VPMU_API int vpmu_host_check(const char *sysroot,
 
 /** vpmu_host_mode_name() - "unknown", "perf" or "mediated" (QMP). */
 VPMU_API const char *vpmu_host_mode_name(VpmuHostMode mode);
+
+/*
+ * The host probe: one answer, for every front end, to "what PMU has this
+ * host, and what does its KVM offer?"  The perf source (host vendor), the
+ * KVM front end (host counters, KVM's vPMU) and QEMU ask it instead of
+ * executing CPUID themselves, so they agree about every vendor (Hygon's
+ * Dhyana is AMD's PMU under its own name).
+ *
+ * Usage (QEMU's target/i386/kvm, with its own /dev/kvm fd):
+ *
+ *     VpmuHostProbeInput in = { .kvm_from = VPMU_HOST_KVM_FD,
+ *                               .kvm_fd = kvm_state->fd };
+ *     VpmuHostProbe p;
+ *
+ *     if (vpmu_host_probe(&in, &p) < 0 || !p.pmu_vendor) {
+ *         error_setg(errp, "vpmu: %s", p.cpu_reason);
+ *     } else if (p.mediated) {
+ *         error_setg(errp, "vpmu: %s", p.mediated_check.reason);
+ *     }
+ *
+ * vpmu_host_probe(NULL, &p) probes everything here.  Tests give recorded
+ * CPUID tables, KVM answers and a sysroot instead (tests/test-host-probe.c).
+ */
+
+/* One CPUID leaf as executed, recorded or reported by KVM. */
+typedef struct VpmuCpuidLeaf {
+    uint32_t leaf, subleaf;             /* EAX and ECX in */
+    uint32_t eax, ebx, ecx, edx;        /* out */
+} VpmuCpuidLeaf;
+
+/* What KVM answered, recorded (or what the probe asked it live). */
+typedef struct VpmuHostKvmFacts {
+    /* KVM_CHECK_EXTENSION(KVM_CAP_PMU_CAPABILITY): the KVM_PMU_CAP_* mask
+       (KVM_PMU_CAP_DISABLE when enable_pmu is on), 0 when enable_pmu is
+       off or KVM predates the capability (Linux < 6.0), -errno if the
+       ioctl failed. */
+    int pmu_cap;
+    /* KVM_GET_SUPPORTED_CPUID; NULL with 0 = unknown (the ioctl failed). */
+    const VpmuCpuidLeaf *cpuid;
+    size_t nr_cpuid;
+} VpmuHostKvmFacts;
+
+/* Where KVM's answers come from.  The default (0) asks /dev/kvm here. */
+typedef enum VpmuHostKvmFrom {
+    VPMU_HOST_KVM_OPEN = 0,     /* open /dev/kvm and ask it */
+    VPMU_HOST_KVM_FD,           /* ask kvm_fd: /dev/kvm's, or a VM's (then
+                                   KVM_GET_SUPPORTED_CPUID goes to a
+                                   /dev/kvm opened here) */
+    VPMU_HOST_KVM_RECORDED,     /* kvm_facts */
+    VPMU_HOST_KVM_SKIP,         /* do not ask: the kvm_* answers stay 0 */
+} VpmuHostKvmFrom;
+
+typedef struct VpmuHostProbeInput {
+    /* A recorded CPUID table (leaf 0 at least, and every leaf below
+       CPUID.0:EAX and 0x80000000:EAX the probe reads); NULL with 0 =
+       execute CPUID on this CPU. */
+    const VpmuCpuidLeaf *cpuid;
+    size_t nr_cpuid;
+    VpmuHostKvmFrom kvm_from;
+    int kvm_fd;                         /* VPMU_HOST_KVM_FD */
+    const VpmuHostKvmFacts *kvm_facts;  /* VPMU_HOST_KVM_RECORDED */
+    /* Where sys/module/kvm/parameters/enable_pmu and vpmu_host_check()'s
+       files are read; NULL or "/" = this host. */
+    const char *sysroot;
+    bool skip_mediated;                 /* no vpmu_host_check() */
+} VpmuHostProbeInput;
+
+typedef enum VpmuHostVendor {
+    VPMU_HOST_VENDOR_UNKNOWN = 0,
+    VPMU_HOST_VENDOR_INTEL,             /* GenuineIntel */
+    VPMU_HOST_VENDOR_AMD,               /* AuthenticAMD */
+    VPMU_HOST_VENDOR_HYGON,             /* HygonGenuine: AMD's PMU */
+} VpmuHostVendor;
+
+#define VPMU_HOST_VENDOR_ID_LEN 13      /* CPUID.0 EBX EDX ECX, and NUL */
+
+typedef struct VpmuHostProbe {
+    VpmuHostVendor vendor;
+    VpmuVendor pmu_vendor;              /* whose PMU: Intel's, AMD's (AMD
+                                           and Hygon); 0 = unknown vendor */
+    char vendor_id[VPMU_HOST_VENDOR_ID_LEN];    /* '?' for unprintables */
+    /*
+     * The host's PMU, from CPUID.  Intel: version, GP and fixed counters
+     * from CPUID.0AH (version 0 = no architectural PMU, e.g. a VM without
+     * a vPMU).  AMD and Hygon: amd_level, version 2 with PerfMonV2 else 1
+     * (as Linux numbers them), 48-bit counters, no fixed ones.
+     */
+    unsigned version;
+    VpmuAmdLevel amd_level;             /* 0 on Intel */
+    unsigned nr_gp, gp_width;
+    unsigned nr_fixed, fixed_width;     /* nr_fixed: CPUID.0AH:EDX[4:0] */
+    uint32_t fixed_mask;                /* every fixed counter (v5: ECX) */
+    char cpu_reason[VPMU_HOST_REASON_MAX];      /* what CPUID said */
+    /* KVM: whether it answered, and what its vPMU offers guests. */
+    bool kvm;
+    bool kvm_pmu;
+    bool kvm_global_msrs;               /* GLOBAL_CTRL/STATUS: Intel v2+,
+                                           AMD PerfMonV2 */
+    int kvm_pmu_cap;                    /* VpmuHostKvmFacts.pmu_cap */
+    int kvm_enable_pmu;                 /* kvm.enable_pmu: 1 Y, 0 N, -1
+                                           unreadable or absent */
+    char kvm_reason[VPMU_HOST_REASON_MAX];
+    /* KVM's mediated vPMU (vpmu_host_check(sysroot, NULL, 0)). */
+    bool mediated;                      /* mediated_check.mode MEDIATED */
+    VpmuHostCheck mediated_check;
+} VpmuHostProbe;
+
+/**
+ * vpmu_host_probe() - the host's CPU vendor and PMU, its KVM's vPMU, and
+ * whether KVM's mediated vPMU is on.
+ * @in: what to read instead of this host (recorded tables, a KVM fd, a
+ *      sysroot); NULL = everything from this host.
+ * @out: filled; on error, cpu_reason or kvm_reason says what was wrong.
+ *
+ * An unknown vendor, a CPU without an architectural PMU, a host without
+ * /dev/kvm are answers, not errors: the reasons say so.
+ *
+ * Return: 0; -EINVAL if @out is NULL, @in is inconsistent (a table
+ * pointer without entries or the reverse, VPMU_HOST_KVM_FD without an fd,
+ * VPMU_HOST_KVM_RECORDED without facts), or a recorded table is bad: no
+ * leaf 0, a leaf twice, a leaf the maximum leaf promises missing
+ * (truncated), PMU fields no CPU can have (garbage).
+ */
+VPMU_API int vpmu_host_probe(const VpmuHostProbeInput *in,
+                             VpmuHostProbe *out);
+
+/** vpmu_host_vendor_name() - "intel", "amd", "hygon" or "unknown". */
+VPMU_API const char *vpmu_host_vendor_name(VpmuHostVendor vendor);
 
 /**
  * vpmu_perf_source_host() - what the perf source found when it was

@@ -205,8 +205,8 @@ VPMU_API int vpmu_perf_attr_parse(const struct perf_event_attr *attr,
                                   VpmuPerfAttrInfo *out);
 
 /**
- * vpmu_perf_host_vendor() - this host's PMU vendor from CPUID (Hygon's is
- * AMD's); 0 if neither.
+ * vpmu_perf_host_vendor() - this host's PMU vendor: vpmu_host_probe()'s
+ * pmu_vendor (include/vpmu/host.h; Hygon's is AMD's); 0 if neither.
  */
 VPMU_API VpmuVendor vpmu_perf_host_vendor(void);
 

@@ -16,13 +16,6 @@
 
 #include "vpmu-log.h"
 
-/* CPUID fields of the host's PMU size (host_gp_counters()). */
-#define CPUID_0A_EAX_NR_GP_SHIFT        8
-#define CPUID_0A_EAX_NR_GP_MASK         (0xFFu << CPUID_0A_EAX_NR_GP_SHIFT)
-#define CPUID_80000022_EAX_PERFMON_V2   (1u << 0)
-#define CPUID_80000022_EBX_NR_CORE_MASK 0xFu
-#define CPUID_80000001_ECX_PERFCTR_CORE (1u << 23)
-
 /* Longest GP + fixed counter set: Intel 8 GP + 4 fixed. */
 #define MAX_MIRROR (VPMU_INTEL_MAX_GP + VPMU_INTEL_V5_MAX_FIXED)
 

@@ -3,7 +3,6 @@
  * vpmu KVM front end: one vCPU's PMU MSR exits, RDPMC mirroring and PMI
  * injection.  The design is in docs/kvm.md; the contract in kvm.h.
  */
-#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -12,6 +11,8 @@
 #include <unistd.h>
 
 #include <linux/kvm.h>
+
+#include <vpmu/host.h>
 
 #include "kvm-priv.h"
 
@@ -31,14 +32,6 @@
 #define MSI_ADDR_DEST_SHIFT     12          /* destination ID[19:12] */
 #define MSI_ADDR_DEST_MASK      0xFFu
 #define MSI_ADDR_HI_DEST_MASK   0xFFFFFF00u /* x2APIC IDs above 255 (KVM) */
-
-/* Host CPUID, for the vPMU probe. */
-#define CPUID_VENDOR_EBX_INTEL  0x756E6547u /* "Genu" */
-#define CPUID_VENDOR_EBX_AMD    0x68747541u /* "Auth" */
-#define CPUID_0A_EAX_VERSION    0xFFu       /* version[7:0] */
-#define CPUID_80000001_ECX_PERFCTR_CORE (1u << 23)
-#define CPUID_80000022_EAX_PERFMON_V2   (1u << 0)
-#define PROBE_CPUID_ENTRIES     256
 
 static int send_msi(VpmuKvm *k, uint32_t vector);
 
@@ -100,39 +93,17 @@ static void install_deny_all(VpmuKvm *k)
 }
 
 /*
- * The host's general-purpose counters, from its CPUID.  AMD: with
- * PerfMonV2 (Fn8000_0022 EAX[0]) EBX[3:0] NumPerfCtrCore; else 6 with
- * PerfCtrExtCore (Fn8000_0001 ECX[23]), else the legacy 4 (APM Vol. 3,
- * appendix E).  Intel: CPUID.0AH:EAX[15:8] (SDM Vol. 2A, CPUID).
+ * The host's general-purpose counters: the host probe's (vpmu_host_probe(),
+ * the same CPUID reading as the perf source's, Hygon as AMD).
  */
 static unsigned host_gp_counters(void)
 {
-    unsigned a, b, c, d, max;
+    static const VpmuHostProbeInput cpu_only = {
+        .kvm_from = VPMU_HOST_KVM_SKIP, .skip_mediated = true,
+    };
+    VpmuHostProbe p;
 
-    if (!__get_cpuid(0, &max, &b, &c, &d)) {
-        return 0;
-    }
-    if (b == signature_INTEL_ebx) {
-        if (max < 0xA) {
-            return 0;
-        }
-        __cpuid(0xA, a, b, c, d);
-        return (a & CPUID_0A_EAX_NR_GP_MASK) >> CPUID_0A_EAX_NR_GP_SHIFT;
-    }
-    max = __get_cpuid_max(0x80000000, NULL);
-    if (max >= 0x80000022) {
-        __cpuid(0x80000022, a, b, c, d);
-        if (a & CPUID_80000022_EAX_PERFMON_V2) {
-            return b & CPUID_80000022_EBX_NR_CORE_MASK;
-        }
-    }
-    if (max >= 0x80000001) {
-        __cpuid(0x80000001, a, b, c, d);
-        if (c & CPUID_80000001_ECX_PERFCTR_CORE) {
-            return 6;
-        }
-    }
-    return 4;
+    return vpmu_host_probe(&cpu_only, &p) == 0 ? p.nr_gp : 0;
 }
 
 int vpmu_kvm_new(const VpmuKvmOpts *opts, VpmuKvm **out, char *err,
@@ -238,79 +209,26 @@ void vpmu_kvm_stats(const VpmuKvm *k, VpmuKvmStats *out)
     *out = k->stats;
 }
 
-static bool cpuid_says_pmu(const struct kvm_cpuid2 *c)
-{
-    uint32_t vendor = 0;
-
-    for (uint32_t i = 0; i < c->nent; i++) {
-        if (c->entries[i].function == 0) {
-            vendor = c->entries[i].ebx;
-        }
-    }
-    for (uint32_t i = 0; i < c->nent; i++) {
-        const struct kvm_cpuid_entry2 *e = &c->entries[i];
-
-        if (vendor == CPUID_VENDOR_EBX_INTEL && e->function == 0xA &&
-            (e->eax & CPUID_0A_EAX_VERSION)) {
-            return true;
-        }
-        if (vendor == CPUID_VENDOR_EBX_AMD &&
-            ((e->function == 0x80000001 &&
-              (e->ecx & CPUID_80000001_ECX_PERFCTR_CORE)) ||
-             (e->function == 0x80000022 &&
-              (e->eax & CPUID_80000022_EAX_PERFMON_V2)))) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Does KVM's supported CPUID show the global MSRs (Intel v2+, PerfMonV2)? */
-static bool cpuid_says_global(const struct kvm_cpuid2 *c)
-{
-    for (uint32_t i = 0; i < c->nent; i++) {
-        const struct kvm_cpuid_entry2 *e = &c->entries[i];
-
-        if ((e->function == 0xA && (e->eax & CPUID_0A_EAX_VERSION) >= 2) ||
-            (e->function == 0x80000022 &&
-             (e->eax & CPUID_80000022_EAX_PERFMON_V2))) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /*
- * What KVM's vPMU offers.  The vCPU's own PMU is only sized at
- * KVM_SET_CPUID2, after new(), so ask what KVM supports:
- * KVM_PMU_CAP_DISABLE is offered only while enable_pmu is on, and KVM
- * reports a PMU in KVM_GET_SUPPORTED_CPUID only if it has one (an AMD
- * host with only the K7 counters reports nothing there; the cap covers
- * it).  The global MSRs: an Intel vPMU of version 2+, or PerfMonV2 in
- * KVM's AMD leaf 0x80000022 (Linux 6.4+ with a PerfMonV2 host).
+ * What KVM's vPMU offers: the host probe's answer (vpmu_host_probe(), whose
+ * header comment in vpmu/host/host-probe.c says how it decides).  The
+ * vCPU's own PMU is only sized at KVM_SET_CPUID2, after new(), so it asks
+ * what KVM supports.  @vm_fd answers KVM_CHECK_EXTENSION (without it,
+ * /dev/kvm does); the supported CPUID comes from /dev/kvm.
  */
 void vpmu_kvm_probe(int vm_fd, VpmuKvmCaps *out)
 {
-    struct kvm_cpuid2 *c;
-    int sys_fd;
-    int cap = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_PMU_CAPABILITY);
+    VpmuHostProbeInput in = {
+        .kvm_from = vm_fd >= 0 ? VPMU_HOST_KVM_FD : VPMU_HOST_KVM_OPEN,
+        .kvm_fd = vm_fd, .skip_mediated = true,
+    };
+    VpmuHostProbe p;
 
     memset(out, 0, sizeof(*out));
-    out->pmu = cap > 0 && (cap & KVM_PMU_CAP_DISABLE);
-    sys_fd = open("/dev/kvm", O_RDONLY | O_CLOEXEC);
-    if (sys_fd < 0) {
-        return;
+    if (vpmu_host_probe(&in, &p) == 0) {
+        out->pmu = p.kvm_pmu;
+        out->global_msrs = p.kvm_global_msrs;
     }
-    c = calloc(1, sizeof(*c) + PROBE_CPUID_ENTRIES * sizeof(c->entries[0]));
-    if (c) {
-        c->nent = PROBE_CPUID_ENTRIES;
-        if (ioctl(sys_fd, KVM_GET_SUPPORTED_CPUID, c) == 0) {
-            out->pmu |= cpuid_says_pmu(c);
-            out->global_msrs = out->pmu && cpuid_says_global(c);
-        }
-    }
-    free(c);
-    close(sys_fd);
 }
 
 /* KVM_SIGNAL_MSI returns how many vCPUs took it: 0 = not delivered. */

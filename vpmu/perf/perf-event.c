@@ -8,7 +8,6 @@
  */
 #include "perf-priv.h"
 
-#include <cpuid.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -104,27 +103,15 @@ void vpmu_perf_sys_close(VpmuPerfSource *src, int fd)
     }
 }
 
+/* The host probe's answer (include/vpmu/host.h): Hygon's PMU is AMD's. */
 VpmuVendor vpmu_perf_host_vendor(void)
 {
-    unsigned int eax, ebx, ecx, edx;
-    char id[13];
+    static const VpmuHostProbeInput cpu_only = {
+        .kvm_from = VPMU_HOST_KVM_SKIP, .skip_mediated = true,
+    };
+    VpmuHostProbe p;
 
-    /* CPUID.0: the vendor string in EBX, EDX, ECX (SDM Vol. 2A CPUID). */
-    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
-        return 0;
-    }
-    memcpy(id, &ebx, 4);
-    memcpy(id + 4, &edx, 4);
-    memcpy(id + 8, &ecx, 4);
-    id[12] = '\0';
-    if (!strcmp(id, "GenuineIntel")) {
-        return VPMU_VENDOR_INTEL;
-    }
-    /* Hygon's Dhyana is an AMD Zen core with AMD's PMU. */
-    if (!strcmp(id, "AuthenticAMD") || !strcmp(id, "HygonGenuine")) {
-        return VPMU_VENDOR_AMD;
-    }
-    return 0;
+    return vpmu_host_probe(&cpu_only, &p) == 0 ? p.pmu_vendor : 0;
 }
 
 /* Count a failed system call; returns @err for "return vpmu_perf_fail()". */
