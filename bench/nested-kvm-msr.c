@@ -2,7 +2,7 @@
 /*
  * nested-kvm-msr: the cost of one guest PMU MSR access, as an L2 -bios
  * payload of bench/nested-kvm.sh (real mode, CPL 0, a 64 KiB image built
- * with guest-tests/kvm's entry.S and payload.ld).
+ * on guest-tests/runtime's bios16 platform).
  *
  * Under -cpu host,pmu=on on an AMD L1 (EPYC-v3, PERFCTR_CORE), it times,
  * with RDTSC, loops of:
@@ -21,13 +21,12 @@
  * batch.  Output on COM1, one line per batch, for the L1 script to divide
  * (real mode has no 64-bit division without libgcc):
  *   NKMSR op=<op> rep=<r> iters=<n> tsc=<ticks>
- * then "NKMSR done gp=<#GP count>".  A #GP (entry.S skips the 2-byte
- * instruction) means the MSR is not there (pmu=off): the line still
- * prints, and gp= tells.  Exit through isa-debug-exit (port 0xf4).
+ * then "NKMSR done gp=<#GP count>".  A #GP (the runtime resumes after
+ * the instruction, registered with EXTABLE) means the MSR is not there
+ * (pmu=off): the line still prints, and gp= tells.  Then the runtime's
+ * tap_done() exits through isa-debug-exit (port 0xf4).
  */
-#include <stdint.h>
-
-#include "../guest-tests/serial.h"
+#include "../guest-tests/runtime/runtime.h"
 
 #define MSR_PERF_CTL0   0xc0010200u
 #define MSR_PERF_CTR0   0xc0010201u
@@ -37,34 +36,7 @@
 #define ITERS           1000
 #define REPS            7
 
-volatile uint32_t gp_count, nmi_count;  /* entry.S's handlers count */
-
-/* Decimal without 64-bit division: binary long division by 10. */
-static void putu64(uint64_t v)
-{
-    char buf[21];
-    int i = 0;
-
-    do {
-        uint64_t q = 0;
-        uint32_t r = 0;
-
-        for (int b = 63; b >= 0; b--) {
-            r = (r << 1) | (uint32_t)((v >> b) & 1);
-            if (r >= 10) {
-                r -= 10;
-                q |= 1ull << b;
-            }
-        }
-        buf[i++] = '0' + r;
-        v = q;
-    } while (v);
-    while (i) {
-        putch(buf[--i]);
-    }
-}
-
-static inline uint64_t rdtsc(void)
+static inline uint64_t rdtsc_fenced(void)
 {
     uint32_t lo, hi;
 
@@ -72,17 +44,20 @@ static inline uint64_t rdtsc(void)
     return ((uint64_t)hi << 32) | lo;
 }
 
-static inline void wrmsr(uint32_t msr, uint64_t v)
+/* Inline, unlike the runtime's: the loop prices the access alone. */
+static inline void wrmsr_inline(uint32_t msr, uint64_t v)
 {
-    asm volatile("wrmsr" : : "c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32))
+    asm volatile("1: wrmsr\n2:\n" EXTABLE("1b", "2b")
+                 : : "c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32))
                  : "memory");
 }
 
-static inline uint64_t rdmsr(uint32_t msr)
+static inline uint64_t rdmsr_inline(uint32_t msr)
 {
     uint32_t lo = 0, hi = 0;
 
-    asm volatile("rdmsr" : "+a"(lo), "+d"(hi) : "c"(msr) : "memory");
+    asm volatile("1: rdmsr\n2:\n" EXTABLE("1b", "2b")
+                 : "+a"(lo), "+d"(hi) : "c"(msr) : "memory");
     return ((uint64_t)hi << 32) | lo;
 }
 
@@ -100,7 +75,7 @@ static const char *const names[NR_OPS] = {
 
 static uint64_t batch(int op)
 {
-    uint64_t t0 = rdtsc();
+    uint64_t t0 = rdtsc_fenced();
 
     for (uint32_t i = 0; i < ITERS; i++) {
         switch (op) {
@@ -108,50 +83,40 @@ static uint64_t batch(int op)
             cpuid0();
             break;
         case OP_RDCTR:
-            (void)rdmsr(MSR_PERF_CTR0);
+            (void)rdmsr_inline(MSR_PERF_CTR0);
             break;
         case OP_WRCTR:
-            wrmsr(MSR_PERF_CTR0, i);
+            wrmsr_inline(MSR_PERF_CTR0, i);
             break;
         case OP_WRCTL:
-            wrmsr(MSR_PERF_CTL0, (i & 1) ? CTL_COUNT : 0);
+            wrmsr_inline(MSR_PERF_CTL0, (i & 1) ? CTL_COUNT : 0);
             break;
         case OP_RDCTL:
-            (void)rdmsr(MSR_PERF_CTL0);
+            (void)rdmsr_inline(MSR_PERF_CTL0);
             break;
         case OP_WRGCTL:
-            wrmsr(MSR_GLOBAL_CTL, i & 1);
+            wrmsr_inline(MSR_GLOBAL_CTL, i & 1);
             break;
         }
     }
-    return rdtsc() - t0;
+    return rdtsc_fenced() - t0;
 }
 
-int main(void)
+void payload_main(void)
 {
-    puts_("\nNKMSR start\n");
+    putstr("\nNKMSR start\n");
     for (int op = 0; op < NR_OPS; op++) {
         if (op == OP_WRGCTL) {
-            wrmsr(MSR_PERF_CTL0, CTL_COUNT);
+            wrmsr_inline(MSR_PERF_CTL0, CTL_COUNT);
         }
         (void)batch(op);
         for (int r = 1; r <= REPS; r++) {
             uint64_t t = batch(op);
 
-            puts_("NKMSR op=");
-            puts_(names[op]);
-            puts_(" rep=");
-            putu64(r);
-            puts_(" iters=");
-            putu64(ITERS);
-            puts_(" tsc=");
-            putu64(t);
-            putch('\n');
+            printf_lite("NKMSR op=%s rep=%d iters=%d tsc=%llu\n", names[op],
+                        r, ITERS, t);
         }
     }
-    wrmsr(MSR_PERF_CTL0, 0);
-    puts_("NKMSR done gp=");
-    putu64(gp_count);
-    putch('\n');
-    return 0;
+    wrmsr_inline(MSR_PERF_CTL0, 0);
+    printf_lite("NKMSR done gp=%u\n", fault_count);
 }

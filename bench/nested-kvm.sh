@@ -303,13 +303,17 @@ gcc -O2 -static -Wall -o "$b/l2/vpmu/bin/bench-work" "$top/guest-tests/linux/wor
 gcc -O2 -static -Wall -o "$b/l2/vpmu/bin/nested-kvm-time" "$top/bench/nested-kvm-time.c" ||
     die "nested-kvm-time does not build"
 install -m 0755 "$top/bench/nested-kvm-l2.sh" "$b/l2/vpmu/tests/nested-kvm.sh"
-kvm=$top/guest-tests/kvm
+# The MSR payload: guest-tests/runtime's bios16 platform, as guest-tests/kvm.
+rt=$top/guest-tests/runtime
 pcflags=(-m16 -march=i686 -ffreestanding -fno-pic -fno-pie -fno-stack-protector
-         -fno-asynchronous-unwind-tables -Os -Wall -Wextra -Werror -std=gnu11)
-gcc -m16 -c -o "$b/entry.o" "$kvm/entry.S" &&
+         -fno-asynchronous-unwind-tables -Os -Wall -Wextra -Werror -std=gnu11
+         -mgeneral-regs-only)
+gcc -m16 -c -o "$b/bios16.o" "$rt/bios16.S" &&
+    gcc "${pcflags[@]}" -c -o "$b/runtime.o" "$rt/runtime.c" &&
+    gcc "${pcflags[@]}" -c -o "$b/com1.o" "$rt/com1.c" &&
     gcc "${pcflags[@]}" -c -o "$b/msr.o" "$top/bench/nested-kvm-msr.c" &&
-    ld -m elf_i386 -nostdlib -static --no-warn-rwx-segments -T "$kvm/payload.ld" \
-        -o "$b/payload.elf" "$b/entry.o" "$b/msr.o" &&
+    ld -m elf_i386 -nostdlib -static --no-warn-rwx-segments -T "$rt/bios16.ld" \
+        -o "$b/payload.elf" "$b/bios16.o" "$b/runtime.o" "$b/com1.o" "$b/msr.o" &&
     objcopy -O binary "$b/payload.elf" "$b/l1/nk/payload.bin" &&
     truncate -s 65536 "$b/l1/nk/payload.bin" || die "the MSR payload does not build"
 mkcpio() { (cd "$1" && find . -print0 | LC_ALL=C sort -z |

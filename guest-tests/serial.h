@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * COM1 output for the bare payloads (guest-tests/baremetal/runtime.c,
- * guest-tests/kvm/lib.c, bench/nested-kvm-msr.c): port I/O, polled,
- * no interrupts.
+ * COM1 output for the bare payloads (guest-tests/runtime/com1.c, the
+ * console of the platforms QEMU boots): port I/O, polled, no interrupts.
  */
 #ifndef VPMU_PAYLOAD_SERIAL_H
 #define VPMU_PAYLOAD_SERIAL_H

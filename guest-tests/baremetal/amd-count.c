@@ -2,7 +2,7 @@
  * AMD: exact instruction and branch counts, overflow and PMI delivery,
  * writes to running counters, plus the payload entry point.
  *
- * Counts come from measure_block() (runtime.h): 2N + 5 = 2005
+ * Counts come from measure_block() (measure.h): 2N + 5 = 2005
  * instructions and N = 1000 branches.  Counters count at CPL 0 (OS bit;
  * docs/msrs.md: OS is CPL 0-2 as in Linux/KVM, where the APM's CPL 0
  * agrees for a ring-0 payload).  PerfMonV2 GLOBAL_CTL keeps its reset

@@ -19,14 +19,6 @@
 #include "cycles.h"
 #include "pmu-common.h"
 
-static uint64_t rdtsc(void)
-{
-    uint32_t lo, hi;
-
-    asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return (uint64_t)hi << 32 | lo;
-}
-
 void cycles_add(CyclesCounters *cc, const char *name, uint32_t ctr,
                 uint32_t pmc, unsigned bit)
 {
@@ -88,7 +80,7 @@ static void zero_counters(const CyclesCounters *cc)
 
 /*
  * The CPL 0 loop: 2 * CYC_N + 5 instructions, the enabling WRMSR
- * included (runtime.h).  A USR counter does not move in any mode.
+ * included (measure.h).  A USR counter does not move in any mode.
  */
 static void cpl0_section(const CyclesCounters *cc, bool usr, bool insns)
 {
@@ -116,7 +108,7 @@ static void cpl0_section(const CyclesCounters *cc, bool usr, bool insns)
 
 /*
  * The CPL 3 loop, read at CPL 3 by RDPMC of counter @i around it
- * (runtime.h, measure_user: 2 * CYC_N + 5 instructions between the
+ * (measure.h, measure_user: 2 * CYC_N + 5 instructions between the
  * reads, 2 * CYC_N + 10 at CPL 3 in all, 18 at CPL 0).  An OS counter
  * does not move between the reads in any mode.
  */

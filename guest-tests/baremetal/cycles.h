@@ -6,11 +6,11 @@
 #ifndef BAREMETAL_CYCLES_H
 #define BAREMETAL_CYCLES_H
 
-#include "runtime.h"
+#include "measure.h"
 
 /*
  * measure_loop(msr_on, val_on, msr_off, CYC_N): measure_block() with
- * CYC_N rounds: 2 * CYC_N + 5 instructions (runtime.h).  Two million
+ * CYC_N rounds: 2 * CYC_N + 5 instructions (measure.h).  Two million
  * instructions, a few ms under TCG: a window a busy host's scheduler
  * can cut into, like kvm-unit-tests' x86/pmu loop.
  */

@@ -7,7 +7,7 @@
 #ifndef BAREMETAL_EVENTS_H
 #define BAREMETAL_EVENTS_H
 
-#include "runtime.h"
+#include "measure.h"
 
 /*
  * measure_mix(msr, val_on): WRMSR msr <- val_on, then MIX_N rounds of

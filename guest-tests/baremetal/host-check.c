@@ -4,8 +4,8 @@
  *
  *   host-check intel|amd [key=value ...]     (the payload's cmdline keys)
  *
- * It replaces runtime.c: RDMSR/WRMSR/RDPMC/CPUID go to vpmu_pmu_*() the
- * way the QEMU front end hands them over (-EINVAL -> #GP, -ENOENT -> the
+ * It replaces the runtime (../runtime) and measure.c: RDMSR/WRMSR/RDPMC/
+ * CPUID go to vpmu_pmu_*() the way the QEMU front end hands them over (-EINVAL -> #GP, -ENOENT -> the
  * MSR is not the PMU's: reads 0, writes ignored, as stock QEMU TCG does),
  * measure_block() feeds the fake source the block's instructions and
  * branches one at a time, and PMIs go through a model of LVTPC (masked
@@ -18,7 +18,7 @@
  * ever boots; a mismatch here is a bug in one of the two.  It does not
  * check the QEMU front end: that is what run.sh is for.
  */
-#include "runtime.h"
+#include "measure.h"
 #include "events.h"
 
 #include <errno.h>
@@ -180,7 +180,7 @@ void wrmsr(uint32_t msr, uint64_t val)
     wrmsr_safe(msr, val);
 }
 
-/* The block of runtime.c, instruction by instruction (runtime.h). */
+/* The block of measure.c, instruction by instruction (measure.h). */
 int measure_loop(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
                  uint32_t n)
 {
@@ -202,7 +202,7 @@ bool pmi_in_user(void)
     return pmi_cpl == 3;
 }
 
-/* user.c's block, instruction by instruction (runtime.h). */
+/* user.c's block, instruction by instruction (measure.h). */
 int measure_user(uint32_t msr_on, uint64_t val_on, uint32_t msr_off,
                  UserRead *u)
 {

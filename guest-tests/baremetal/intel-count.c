@@ -2,7 +2,7 @@
  * Intel: exact instruction and branch counts, overflow and PMI delivery,
  * and writes to running counters, plus the payload entry point.
  *
- * Every count comes from measure_block() (runtime.h): 2N + 5 = 2005
+ * Every count comes from measure_block() (measure.h): 2N + 5 = 2005
  * instructions and N = 1000 branches, N = LOOP_N.  The expectations hold
  * with and without -icount: the counter counts retired instructions, not
  * time.  All counters count at CPL 0 only (OS bit), where the payload runs.

@@ -1,12 +1,12 @@
 /*
  * Vendor-neutral pieces of the PMU checks: MSR probes that explain a
  * mismatch in TAP diagnostics, exact-count and PMI expectations.  The
- * measured block itself (measure_block, BLOCK_INSNS) is in runtime.h.
+ * measured block itself (measure_block, BLOCK_INSNS) is in measure.h.
  */
 #ifndef BAREMETAL_PMU_COMMON_H
 #define BAREMETAL_PMU_COMMON_H
 
-#include "runtime.h"
+#include "measure.h"
 
 /* Preset for overflow tests: the counter wraps after PRESET_N events. */
 #define PRESET_N        100u

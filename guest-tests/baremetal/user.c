@@ -1,10 +1,10 @@
 /*
  * CPL 3 for the payloads: a TSS (the stack a trap from CPL 3 lands on),
- * user code and data segments (boot.S's GDT), a DPL 3 trap gate that
+ * user code and data segments (multiboot.S's GDT), a DPL 3 trap gate that
  * brings the payload back to CPL 0, CR4.PCE for RDPMC at CPL 3, and
- * measure_user(), the user-mode twin of measure_loop() (runtime.h).
+ * measure_user(), the user-mode twin of measure_loop() (measure.h).
  */
-#include "runtime.h"
+#include "measure.h"
 
 #define KERNEL_CS       0x08
 #define KERNEL_DS       0x10
@@ -17,7 +17,7 @@
 _Static_assert(offsetof(UserRead, before) == 8 &&
                offsetof(UserRead, after) == 16, "measure_user's offsets");
 
-extern uint64_t gdt[];                  /* boot.S */
+extern uint64_t gdt[];                  /* multiboot.S */
 /* In measure_user's asm: its CPL 3 code is [user_code, user_return). */
 extern const char user_code[], user_return[];
 
@@ -59,7 +59,7 @@ void user_init(void)
 }
 
 /*
- * The instruction counts are derived in runtime.h (measure_user): keep
+ * The instruction counts are derived in measure.h (measure_user): keep
  * in step.  ESI points to the UserRead, EDI holds msr_off; IRET to CPL 3
  * would null DS and ES (DPL 0), so the user segments go in first.
  */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * KVM vPMU test payload: what the vendor checks (intel.c, amd.c) share
- * (lib.c).  Real mode, CPL 0; every PMU MSR access exits to QEMU and is
+ * (lib.c), on the runtime of every bare payload (../runtime, its bios16
+ * platform: real mode, CPL 0).  Every PMU MSR access exits to QEMU and is
  * served by libvpmu; results go out as TAP on COM1.
  *
  * The PMU the payload expects is set when it is built (Makefile):
@@ -15,8 +16,7 @@
 #ifndef VPMU_KVM_PAYLOAD_H
 #define VPMU_KVM_PAYLOAD_H
 
-#include <stdbool.h>
-#include <stdint.h>
+#include "../runtime/runtime.h"
 
 #ifndef NR_GP
 #define NR_GP           4
@@ -44,19 +44,10 @@ typedef struct {
     uint32_t status, status_clear;
 } Counter0;
 
-extern volatile uint32_t gp_count, nmi_count;   /* entry.S's handlers */
-
-void putdec(uint32_t n);
-void ok(bool cond, const char *name);
-void skip(const char *name, const char *reason);
+/* "# name = value", and the expected value when they differ. */
 void diag(const char *name, uint64_t got, uint64_t want);
+/* diag(), then one check that they are equal. */
 bool ok_eq(uint64_t got, uint64_t want, const char *name);
-
-void cpuid(uint32_t leaf, uint32_t r[4]);
-bool rdmsr_gp(uint32_t msr, uint64_t *val);
-bool wrmsr_gp(uint32_t msr, uint64_t val);
-uint64_t rdmsr(uint32_t msr);
-void wrmsr(uint32_t msr, uint64_t val);
 void spin(uint32_t n);
 
 /* Counting, holding, the overflow PMI and RDPMC on counter 0 (lib.c). */

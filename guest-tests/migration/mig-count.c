@@ -3,7 +3,7 @@
  * instructions counter, a branches counter and (Intel) fixed counter 0,
  * run one long counted loop, stop the counters and check the exact counts.
  *
- * Linked with boot.o and runtime.o of guest-tests/baremetal: kmain() runs
+ * Linked with guest-tests/runtime's multiboot platform: kmain() runs
  * the runtime self-test (TAP 1-4), then payload_main() below, then
  * tap_done() exits through isa-debug-exit (0 = all passed).
  *
@@ -182,12 +182,12 @@ void payload_main(void)
 
     if (n64 == 0 || n64 > 0xFFFFFFFFull) {
         printf_lite("Bail out! n=%llu is not 1-0xFFFFFFFF\n", n64);
-        qemu_exit(2);
+        platform_exit(2);
     }
     if (preset >= 0x80000000ull || (pmi && !preset)) {
         printf_lite("Bail out! preset=%llu is not 0-0x7FFFFFFF "
                     "(pmi=1 needs one)\n", preset);
-        qemu_exit(2);
+        platform_exit(2);
     }
     uint32_t n = (uint32_t)n64;
     uint64_t want_insns = 2 * n64 + 5, want_br = n64;

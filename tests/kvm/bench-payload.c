@@ -20,7 +20,7 @@ static void mark(uint32_t kind)
     guest_call(&m);
 }
 
-int payload_main(void)
+void payload_main(void)
 {
     guest_init();
     for (unsigned b = 0; b < BATCHES; b++) {
@@ -33,5 +33,4 @@ int payload_main(void)
         }
     }
     guest_done();
-    return 0;
 }

@@ -72,12 +72,12 @@ static void check_cpuid(int amd, int perf)
 
     if (amd) {
         /* PerfMonV2 with 6 counters: 80000022H EAX[0], EBX[3:0] = 6. */
-        cpuid(0x80000022, r);
+        cpuid(0x80000022, 0, r);
         CHECK_EQ("cpuid 80000022H: PerfMonV2, 6 core counters",
                  (r[0] & 1) | (r[1] & 0xF) << 4, 0x61);
         return;
     }
-    cpuid(0xA, r);
+    cpuid(0xA, 0, r);
     /* Version 2, 8 GP counters, 48 bits: EAX[23:0] = 48 << 16 | 8 << 8 | 2. */
     CHECK_EQ("cpuid 0AH EAX: v2, 8 GP counters x 48 bits", r[0] & 0xFFFFFF,
              0x300802);
@@ -114,10 +114,10 @@ static void intel_semantics(void)
              rdmsr(IA32_GLOBAL_CTRL), 0x7000000FFull);
     /* PERFEVTSEL bits 63:32 are reserved: #GP, the register unchanged. */
     gp = wrmsr_safe(IA32_PERFEVTSEL0, 1ull << 32);
-    CHECK_EQ("PERFEVTSEL0 reserved bit 32: guest #GP", gp, -1);
+    CHECK_EQ("PERFEVTSEL0 reserved bit 32: guest #GP", gp, VEC_GP);
     CHECK_EQ("PERFEVTSEL0 unchanged after the #GP", rdmsr(IA32_PERFEVTSEL0), 0);
     CHECK_EQ("GLOBAL_STATUS is read-only: write #GP",
-             wrmsr_safe(IA32_GLOBAL_STATUS, 1), -1);
+             wrmsr_safe(IA32_GLOBAL_STATUS, 1), VEC_GP);
     /* IA32_PAT is inside the merged 0xC1-0x4C8 range but allowed. */
     before = msr_exits();
     v = rdmsr(IA32_PAT);
@@ -221,34 +221,34 @@ static void fake_pmis(void)
 {
     uint64_t st;
 
-    apic_write(APIC_LVTPC, LVT_DM_NMI);
+    apic_write(APIC_LVTPC, APIC_LVT_NMI);
     arm_cycles_pmi(10);
     guest_feed(VPMU_EVENT_CYCLES, 9);
-    CHECK_EQ("9 of 10 cycles: no PMI yet", nmi_count, 0);
+    CHECK_EQ("9 of 10 cycles: no PMI yet", pmi_nmis, 0);
     guest_feed(VPMU_EVENT_CYCLES, 1);
-    wait_change(&nmi_count, 0, 1000000);
-    CHECK_EQ("overflow with LVTPC=NMI: one NMI", nmi_count, 1);
-    CHECK_EQ("NMI handler reads GLOBAL_STATUS = bit 0", nmi_status, 1);
+    wait_change(&pmi_nmis, 0, 1000000);
+    CHECK_EQ("overflow with LVTPC=NMI: one NMI", pmi_nmis, 1);
+    CHECK_EQ("NMI handler reads GLOBAL_STATUS = bit 0", pmi_status, 1);
     CHECK_EQ("counter keeps counting from 0 after the wrap", rdmsr(ctr0_msr), 0);
     CHECK_EQ("host injected one NMI", PROTO_PMI_NMI(pmi_stats()), 1);
 
-    apic_write(APIC_LVTPC, PMI_VECTOR);
+    apic_write(APIC_LVTPC, VEC_PMI);
     arm_cycles_pmi(5);
     __asm__ volatile("sti");
     guest_feed(VPMU_EVENT_CYCLES, 5);
-    wait_change(&irq_count, 0, 1000000);
+    wait_change(&pmi_fixed, 0, 1000000);
     __asm__ volatile("cli");
-    CHECK_EQ("overflow with LVTPC=vector 0xF0: one interrupt", irq_count, 1);
-    CHECK_EQ("no NMI for a fixed-vector LVTPC", nmi_count, 1);
+    CHECK_EQ("overflow with LVTPC=vector 0xF0: one interrupt", pmi_fixed, 1);
+    CHECK_EQ("no NMI for a fixed-vector LVTPC", pmi_nmis, 1);
 
-    apic_write(APIC_LVTPC, LVT_MASKED | PMI_VECTOR);
+    apic_write(APIC_LVTPC, APIC_LVT_MASKED | VEC_PMI);
     arm_cycles_pmi(5);
     __asm__ volatile("sti");
     guest_feed(VPMU_EVENT_CYCLES, 5);
-    wait_change(&irq_count, 1, 100000);
+    wait_change(&pmi_fixed, 1, 100000);
     __asm__ volatile("cli");
     st = pmi_stats();
-    CHECK_EQ("masked LVTPC: no interrupt", irq_count, 1);
+    CHECK_EQ("masked LVTPC: no interrupt", pmi_fixed, 1);
     CHECK_EQ("masked LVTPC: counted as masked by the host", PROTO_PMI_MASKED(st), 1);
     CHECK_EQ("masked LVTPC: overflow still in GLOBAL_STATUS",
              rdmsr(status_msr) & 1, 1);
@@ -266,8 +266,8 @@ static void rdpmc_check(void)
     wrmsr_safe(ctr0_msr, 0x1234);           /* a counter write: mirrors */
     gp = rdpmc_safe(0, &v);
     if (!(q.b & PROTO_F_KVM_PMU)) {
-        guest_puts("this host's KVM has no vPMU: guest RDPMC takes #GP\n");
-        CHECK_EQ("RDPMC without KVM vPMU: #GP", gp, -1);
+        putstr("this host's KVM has no vPMU: guest RDPMC takes #GP\n");
+        CHECK_EQ("RDPMC without KVM vPMU: #GP", gp, VEC_GP);
         guest_skip("RDPMC reads the mirrored counter", "KVM has no vPMU");
         return;
     }
@@ -277,7 +277,7 @@ static void rdpmc_check(void)
 
 /*
  * Perf source: cycles = task-clock x tsc_hz.  Counting first, the NMI
- * last: after an NMI that is not IRETed (see guest.c) this nested KVM
+ * last: after an NMI that is not IRETed (see vmm.S) this nested KVM
  * runs the guest very slowly.
  */
 static void perf_checks(uint64_t cycles_per_ms)
@@ -306,15 +306,15 @@ static void perf_checks(uint64_t cycles_per_ms)
     }
     wrmsr_safe(gctl_msr, 0);
 
-    apic_write(APIC_LVTPC, LVT_DM_NMI);
+    apic_write(APIC_LVTPC, APIC_LVT_NMI);
     arm_cycles_pmi(cycles_per_ms);
-    wait_change(&nmi_count, 0, 0xFFFFFFFF);
+    wait_change(&pmi_nmis, 0, 0xFFFFFFFF);
     wrmsr_safe(gctl_msr, 0);
-    CHECK_EQ("task-clock cycles overflow after 1 ms: one NMI", nmi_count, 1);
-    CHECK_EQ("NMI handler reads GLOBAL_STATUS bit 0", nmi_status & 1, 1);
+    CHECK_EQ("task-clock cycles overflow after 1 ms: one NMI", pmi_nmis, 1);
+    CHECK_EQ("NMI handler reads GLOBAL_STATUS bit 0", pmi_status & 1, 1);
 }
 
-int payload_main(void)
+void payload_main(void)
 {
     ProtoMbox q;
     int amd, perf;
@@ -331,7 +331,7 @@ int payload_main(void)
     cycles_ev = amd ? EV_CYCLES_AMD : EV_CYCLES_INTEL;
     gctl_all = amd ? 0x3F : 0x7000000FFull;
     clr_all = gctl_all;
-    nmi_status_msr = status_msr;
+    pmi_status_msr = status_msr;
 
     check_cpuid(amd, perf);
     if (perf) {
@@ -347,5 +347,4 @@ int payload_main(void)
     }
     rdpmc_check();
     guest_done();
-    return 0;
 }

@@ -18,7 +18,7 @@
  * proves the harness before any PMU check depends on it. */
 void runtime_selftest(void)
 {
-    uint32_t sel = 0x30;        /* one past boot.S's GDT: #GP(0x30) */
+    uint32_t sel = 0x30;        /* one past multiboot.S's GDT: #GP(0x30) */
 
     fault_vector = 0;
     asm volatile("1: ud2\n2:\n" EXTABLE("1b", "2b") ::: "memory");

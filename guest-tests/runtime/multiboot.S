@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Entry of the bare-metal PMU test payloads: multiboot v1 header, our own
- * flat GDT (CPL 0 and CPL 3 segments, a TSS slot), a stack, and 256 interrupt stubs that funnel into trap() in C.
+ * The multiboot platform of the runtime (runtime.h): multiboot v1
+ * header, our own flat GDT (CPL 0 and CPL 3 segments, a TSS slot), a
+ * stack, and traps32.S's stubs, returning with IRET.
  *
  * QEMU's multiboot loader (-kernel) enters _start in 32-bit protected mode,
  * paging off, interrupts off, EAX = 0x2BADB002 and EBX = the multiboot
@@ -42,44 +44,12 @@ _start:
     hlt
     jmp 2b
 
-/*
- * One 16-byte stub per vector, so the IDT entry of vector n is
- * trap_stubs + 16 * n (runtime.c computes it).  Vectors whose exception
- * pushes an error code (8, 10-14, 17, 21, 29, 30) do not push the dummy
- * 0, so every frame has the same layout (struct trap_frame in runtime.h).
- * The largest stub, pushl $0 (2) + pushl $imm32 (5) + jmp rel32 (5),
- * fits in 16 bytes.
- */
-    .balign 16
-    .globl trap_stubs
-trap_stubs:
-    .set vec, 0
-    .rept 256
-    .balign 16
-    .if (vec == 8) || ((vec >= 10) && (vec <= 14)) || (vec == 17) || (vec == 21) || (vec == 29) || (vec == 30)
-    .else
-    pushl $0
-    .endif
-    pushl $vec
-    jmp trap_common
-    .set vec, vec + 1
-    .endr
-
-/*
- * Save the general registers, call trap(frame), restore, drop vector and
- * error code, IRET.  trap() may rewrite frame->eip to resume after a
- * faulting instruction.  IRET also ends NMI blocking after the NMI
- * handler, so the next PMI in NMI mode can be delivered.
- */
-trap_common:
-    pusha
-    cld
-    push %esp
-    call trap
-    add $4, %esp
-    popa
-    add $8, %esp
+/* IRET also ends NMI blocking after the NMI handler, so the next PMI in
+ * NMI mode can be delivered. */
+    .macro trap_return
     iret
+    .endm
+#include "traps32.S"
 
     /* Writable: user.c fills in the TSS descriptor. */
     .data
