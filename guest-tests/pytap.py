@@ -1,6 +1,7 @@
 """TAP and the small helpers the host-side Python tests share (the
-Python counterpart of tap.sh): results, skips, the plan, a free port,
-and Prometheus started and queried the same way everywhere.
+Python counterpart of tap.sh): results, skips, a guest's TAP copied in,
+the plan, a free port, and Prometheus started and queried the same way
+everywhere.
 
     from pytap import Tap, free_port, prometheus_argv, prom_query
     t = Tap()
@@ -9,6 +10,7 @@ and Prometheus started and queried the same way everywhere.
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -35,6 +37,29 @@ class Tap:
     def skip(self, desc, why):
         self.n += 1
         print(f"ok {self.n} - {desc} # SKIP {why}", flush=True)
+
+    _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+    _RESULT = re.compile(r"(not ok|ok)(\s+[0-9]+)?(\s+-)?\s*(.*)")
+
+    def copy(self, prefix, text):
+        """The result lines of another TAP stream @text (a guest's),
+        renumbered into this one, @prefix before each description; "#"
+        lines pass through (tap.sh's tap_copy).  A directive stays on its
+        line; "not ok" without # TODO is a failure.  Control characters
+        (a console's escapes) are dropped: meson's JUnit XML refuses
+        them."""
+        for line in self._CONTROL.sub("", text).split("\n"):
+            line = line.removesuffix("\r")
+            m = self._RESULT.fullmatch(line)
+            if m:
+                self.n += 1
+                rest = m.group(4)
+                if m.group(1) == "not ok" and not re.search(
+                        r"#\s*todo", rest, re.IGNORECASE):
+                    self.failed += 1
+                print(f"{m.group(1)} {self.n} - {prefix}{rest}", flush=True)
+            elif line.startswith("#"):
+                print(line, flush=True)
 
     @staticmethod
     def skip_all(why):
