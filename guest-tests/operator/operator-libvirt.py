@@ -5,9 +5,10 @@ known instruction count.
 
 Usage: operator-libvirt.py QEMU IMAGE EXPORTER
 
-- libvirtd and virtlogd (Debian's), as guest-tests/libvirt/run.sh starts
-  them: the user and groups libvirt-daemon-system would make, created
-  only if missing, and every file they write, removed after;
+- libvirtd and virtlogd (Debian's), started as guest-tests/libvirt/run.py
+  starts them (libvirtfix.py): the user and groups libvirt-daemon-system
+  would make, created only if missing, and every file they write,
+  removed after;
 - a TCG domain, 2 vCPUs, a Skylake model with <pmu state='on'/>, the
   VM's consent through <qemu:commandline> (-global ...pmu-operator=on),
   and isolcpus=1 on the guest kernel's command line; its init runs
@@ -31,20 +32,18 @@ Everything started is stopped by pid, and what was set up is undone.
 TAP on stdout; 1..0 # SKIP without root, libvirt, prometheus or the
 image.
 """
-import grp
 import os
-import pwd
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
+from libvirtfix import (LibvirtHost, foreign_daemons, virsh,  # noqa: E402
+                        wait_for)
 from pytap import Tap, free_port, prom_query, prometheus_argv  # noqa: E402
 
 QEMU, IMAGE, EXPORTER = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -53,9 +52,6 @@ TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
 N = 10000000
 WANT = 2 * N + 6                # pin.S: user instructions on CPU 1
 DOM = "vpmu-operator"
-VIRSH = ["virsh", "-q", "-c", "qemu:///system"]
-TREES = ["/etc/libvirt", "/var/lib/libvirt", "/var/cache/libvirt",
-         "/var/log/libvirt", "/run/libvirt"]
 METRIC = (f'vpmu_guest_instructions_total{{domain="{DOM}",vcpu="1",'
           f'cpl="user"}}')
 
@@ -68,100 +64,6 @@ def ok(cond, desc, diag=""):
 
 def skip_all(why):
     Tap.skip_all(why)
-
-
-def tree_files():
-    out = set()
-    for t in TREES:
-        for base, dirs, files in os.walk(t):
-            out.add(base)
-            out.update(os.path.join(base, f) for f in dirs + files)
-    return out
-
-
-class Setup:
-    """What this test changes on the host, and undoing it."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="vpmu-operator-")
-        os.chmod(self.dir, 0o755)
-        self.procs = []             # (name, Popen or pid)
-        self.users, self.groups = [], []
-        self.before = tree_files()
-
-    def users_and_dirs(self):
-        for g in ("kvm", "libvirt"):
-            try:
-                grp.getgrnam(g)
-            except KeyError:
-                subprocess.run(["groupadd", "-r", g], check=True)
-                self.groups.append(g)
-        try:
-            pwd.getpwnam("libvirt-qemu")
-        except KeyError:
-            if subprocess.run(["groupadd", "-r", "-g", "64055",
-                               "libvirt-qemu"],
-                              capture_output=True).returncode != 0:
-                subprocess.run(["groupadd", "-r", "libvirt-qemu"], check=True)
-            subprocess.run(["useradd", "-r", "-u", "64055", "-g",
-                            "libvirt-qemu", "-G", "kvm", "-d",
-                            "/var/lib/libvirt", "-s", "/usr/sbin/nologin",
-                            "libvirt-qemu"], check=True,
-                           capture_output=True)
-            self.users.append("libvirt-qemu")
-            self.groups.append("libvirt-qemu")
-        for d in ("/var/log/libvirt/qemu", "/var/lib/libvirt/qemu",
-                  "/var/cache/libvirt/qemu"):
-            os.makedirs(d, exist_ok=True)
-
-    def daemon(self, name, argv):
-        pidfile = os.path.join(self.dir, name + ".pid")
-        err = open(os.path.join(self.dir, name + ".err"), "w")
-        r = subprocess.run(argv + ["-d", "-p", pidfile], stderr=err)
-        if r.returncode == 0 and os.path.exists(pidfile):
-            with open(pidfile) as f:
-                self.procs.append((name, int(f.read().strip())))
-        return r.returncode == 0
-
-    def start(self, name, argv, **kw):
-        log = open(os.path.join(self.dir, name + ".log"), "w")
-        p = subprocess.Popen(argv, stdout=log, stderr=log, **kw)
-        self.procs.append((name, p))
-        return p
-
-    def undo(self):
-        subprocess.run(VIRSH + ["destroy", DOM], capture_output=True)
-        for name, p in reversed(self.procs):
-            pid = p if isinstance(p, int) else p.pid
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                if isinstance(p, subprocess.Popen):
-                    if p.poll() is not None:
-                        break
-                else:
-                    try:
-                        os.kill(pid, 0)
-                    except ProcessLookupError:
-                        break
-                time.sleep(0.1)
-        for path in sorted(tree_files() - self.before, reverse=True):
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            elif os.path.lexists(path):
-                os.unlink(path)
-        for u in self.users:
-            subprocess.run(["userdel", u])
-        for g in self.groups:
-            subprocess.run(["groupdel", g], stderr=subprocess.DEVNULL)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def virsh(*args):
-    return subprocess.run(VIRSH + list(args), capture_output=True, text=True)
 
 
 def domain_xml(d):
@@ -204,16 +106,6 @@ def console(d):
         return ""
 
 
-def wait_for(pred, secs, step=0.5):
-    deadline = time.monotonic() + secs
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return None
-
-
 def profile(d):
     """vpmu-profile through libvirt, as docs/operators.md shows it: QEMU
     (libvirt's user) writes the file; the policy (ip) allows 100 Hz."""
@@ -246,10 +138,8 @@ def run(s):
     for f in ("vmlinuz", "initramfs.cpio.gz"):
         shutil.copy(os.path.join(IMAGE, f), d)
     shutil.copy(QEMU, d)
-    ok(s.daemon("virtlogd", ["virtlogd"]) and
-       s.daemon("libvirtd", ["libvirtd"]) and
-       wait_for(lambda: virsh("version").returncode == 0, 20),
-       "libvirtd and virtlogd started", open(os.path.join(d, "libvirtd.err")).read())
+    up, _, err = s.start_daemons()
+    ok(up, "libvirtd and virtlogd started", err)
     with open(os.path.join(d, "dom.xml"), "w") as f:
         f.write(domain_xml(d))
     r = virsh("create", os.path.join(d, "dom.xml"))
@@ -311,16 +201,14 @@ def main():
         skip_all(f"no QEMU at {QEMU} (make qemu)")
     if not os.path.exists(os.path.join(IMAGE, "vmlinuz")):
         skip_all(f"no guest image in {IMAGE}")
-    if subprocess.run(["pgrep", "-x", "libvirtd|virtlogd"],
-                      capture_output=True).returncode == 0:
+    if foreign_daemons():
         skip_all("a libvirtd or virtlogd runs already: not this test's")
-    s = Setup()
+    s = LibvirtHost("vpmu-operator-", [DOM])
     try:
-        run(s)
+        with s:
+            run(s)
     finally:
-        s.undo()
-        ok(not any(isinstance(p, subprocess.Popen) and p.poll() is None
-                   for _, p in s.procs), "everything started is stopped")
+        ok(s.stopped(), "everything started is stopped")
     return T.end()
 
 
