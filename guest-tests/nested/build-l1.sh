@@ -26,7 +26,10 @@
 #       configuration of init-l1;
 #     - /l2/{vmlinux,initramfs.cpio.gz}: the L2 guest image (vmlinuz if it
 #       has no vmlinux);
-#     - /init: init-l1, and /l1-checks.sh, which it sources.
+#     - python3 (bookworm's 3.11, with the part of its standard library the
+#       programs below import) and /l1serve.py, /l1checks.py, which init-l1
+#       runs, with guest-tests/qmpclient.py and pytap.py;
+#     - /init: init-l1.
 #
 # Usage: build-l1.sh [OUT]        (OUT defaults to build/nested)
 #
@@ -205,6 +208,54 @@ if command -v ldconfig >/dev/null || [[ -x /sbin/ldconfig ]]; then
     PATH=$PATH:/sbin ldconfig -r "$root" 2>/dev/null || log "warning: ldconfig -r failed"
 fi
 
+# --- Python for L1's side of the checks (l1serve.py, l1checks.py) -----------
+# bookworm's python3.11 and, of its standard library, the modules the two
+# programs import (site's included), as the staged interpreter loads them
+# in L1's environment (no locale); an extension module only if the tree
+# has every library it needs (the others, _ssl, _hashlib, _bz2, _lzma,
+# come from guarded imports of urllib and shutil that L1 never uses).
+for p in python3.11-minimal libpython3.11-minimal libpython3.11-stdlib; do
+    stage_pkg "$p"
+done
+pylib=usr/lib/python3.11
+install -m 0755 "$stage/usr/bin/python3.11" "$root/usr/bin/python3.11"
+ln -sf python3.11 "$root/usr/bin/python3"
+add_libs Python "$root/usr/bin/python3.11"
+install -m 0644 "$here/l1serve.py" "$here/l1checks.py" "$here/../qmpclient.py" \
+    "$here/../pytap.py" "$root/"
+# py_run HOME ARGS...: the staged python3.11 with its standard library in
+# HOME/lib/python3.11 and L1's programs on its path.
+py_run() {
+    local home=$1
+    shift
+    env -i PYTHONHOME="$home" PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1 \
+        "$ldso" --library-path "$root/lib/$arch:$libpath" "$root/usr/bin/python3.11" "$@"
+}
+py_imports='import sys, l1serve, l1checks
+for m in list(sys.modules.values()):
+    print(getattr(m, "__file__", None) or "")'
+npy=0
+while read -r f; do
+    [[ $f == "$stage/$pylib/"* ]] || continue
+    rel=${f#"$stage/"}
+    if [[ $f == *.so ]] && list_libs "$f" | awk '$2 == "=>" { print $1 }' |
+            while read -r so; do [[ -e $root/lib/$arch/$so ]] || exit 1; done; then
+        :
+    elif [[ $f == *.so ]]; then
+        log "Python: leaving out $(basename "$f") (its libraries are not in the tree)"
+        continue
+    fi
+    mkdir -p "$root/$(dirname "$rel")"
+    cp "$f" "$root/$rel"
+    npy=$((npy + 1))
+done < <(py_run "$stage/usr" -c "$py_imports"; echo "$stage/$pylib/os.py")
+# The pruned library must do: the programs import with it alone.
+py_run "$root/usr" -c 'import l1serve, l1checks' ||
+    die "L1's Python programs do not import with the pruned standard library"
+py_run "$stage/usr" -m compileall -q -s "$root" -p / "$root/$pylib" "$root"/*.py >/dev/null ||
+    die "compileall failed"
+log "Python: python3.11 and $npy files of its library ($(du -sh "$root/$pylib" | cut -f1))"
+
 # --- firmware ------------------------------------------------------------------
 stage_pkg seabios
 stage_pkg qemu-system-data
@@ -217,7 +268,6 @@ done
 mkdir -p "$root/l2"
 cp "$l2_kernel" "$l2/initramfs.cpio.gz" "$root/l2/"
 install -m 0755 "$here/init-l1" "$root/init"
-install -m 0644 "$here/l1-checks.sh" "$root/l1-checks.sh"
 
 # Sanity check on the host: QEMU runs from the tree.
 if [[ $(id -u) == 0 ]]; then

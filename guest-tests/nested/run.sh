@@ -96,7 +96,8 @@ if stale "$IMAGE/initramfs.cpio.gz" "$linux/build-image.sh" "$linux/init" \
         build_fail "build the guest image" "$OUT/build-image.log"
 fi
 # shellcheck disable=SC2086 # L1_KERNEL_DEBS: a list of files
-if stale "$OUT/initramfs.cpio.gz" "$QEMU" "$HERE/build-l1.sh" "$HERE/init-l1" "$HERE/l1-checks.sh" \
+if stale "$OUT/initramfs.cpio.gz" "$QEMU" "$HERE/build-l1.sh" "$HERE/init-l1" "$HERE"/l1*.py \
+        "$HERE/../qmpclient.py" "$HERE/../pytap.py" \
         "$IMAGE/initramfs.cpio.gz" "$IMAGE/vmlinuz" "$ROOT/build/vpmu-helper" \
         $L1_KERNEL_DEBS; then
     echo "# building the L1 image: guest-tests/nested/build-l1.sh $OUT"
