@@ -1,8 +1,9 @@
 # shellcheck shell=bash disable=SC2001  # sed on multi-line diagnostics
 # tap.sh: the one TAP stream a guest suite's host script prints for meson
 # (protocol 'tap').  Sourced by baremetal/run.sh, linux/run-all.sh,
-# migration/lib.sh, kvm/run.sh and nested/run.sh (bash).  The guests' own
-# TAP comes from linux/tap-lib.sh (busybox, in the image) and the payloads.
+# kvm/run.sh and nested/run.sh (bash; the Python suites use pytap.py).
+# The guests' own TAP comes from linux/tap-lib.sh (busybox, in the image)
+# and the payloads.
 #
 #   tap_begin                 the version line; call first
 #   tap STATUS DESC [DIAG...] "ok" if STATUS is 0, else "not ok" with the

@@ -1,5 +1,5 @@
 /*
- * Payload of the migration and QMP tests (migrate.sh, qmp.sh): program an
+ * Payload of the migration and QMP tests (migrate.py, qmp.py): program an
  * instructions counter, a branches counter and (Intel) fixed counter 0,
  * run one long counted loop, stop the counters and check the exact counts.
  *
@@ -18,7 +18,7 @@
  *                one must arrive, counts are exact + the handler's
  *   gp2=EVTSEL   also program GP counter 2 with this event select (EN
  *                included) and print what it counted, unchecked: for
- *                qmp.sh's "unsupported" state
+ *                qmp.py's "unsupported" state
  *
  * The host waits for the "# counting" line, which is printed just before
  * the counters are enabled; the loop then runs for seconds under TCG, so
