@@ -15,7 +15,9 @@
  *     guest CPUID: vpmu_kvm_cpuid() on leaves 0AH / 80000001H / 80000022H
  *       before KVM_SET_CPUID2, so that KVM's own vPMU is sized like ours
  *   after every KVM_RUN (also when it returned -EINTR):
- *     KVM_EXIT_X86_RDMSR / KVM_EXIT_X86_WRMSR: vpmu_kvm_handle_msr_exit()
+ *     KVM_EXIT_X86_RDMSR / KVM_EXIT_X86_WRMSR: vpmu_kvm_rdmsr() or
+ *       vpmu_kvm_wrmsr() with kvm_run's msr.index and msr.data; the VMM
+ *       sets msr.data and msr.error (kvm_run stays the VMM's)
  *     then vpmu_kvm_service(): source overflows, PMI injection
  *
  * VpmuKvmSync says which PMU MSR accesses KVM's own vPMU serves instead
@@ -42,7 +44,7 @@
  * that exits to the hypervisor, so a host event with exclude_host misses
  * every RDMSR/WRMSR vpmu serves.  vpmu_pmu_wrmsr() counts the WRMSR (the
  * one that enables a counter is counted, the one that disables it is not,
- * as on bare metal); vpmu_kvm_handle_msr_exit() counts a served RDMSR.
+ * as on bare metal); vpmu_kvm_rdmsr() counts a served RDMSR.
  * What KVM retires itself (CPUID, HLT, port I/O, other MSRs) never
  * reaches userspace: in live mode vpmu takes it from KVM's PMCs
  * (KVM_GET_MSRS) before it rewrites them, stops a counter or the guest
@@ -65,7 +67,6 @@
 extern "C" {
 #endif
 
-struct kvm_run;
 struct kvm_msr_filter;
 
 typedef struct VpmuKvm VpmuKvm;
@@ -116,7 +117,6 @@ typedef struct VpmuKvmCaps {
 typedef struct VpmuKvmOpts {
     int vm_fd;
     int vcpu_fd;
-    struct kvm_run *run;            /* the vCPU's mmap()ed kvm_run */
     uint32_t apic_id;               /* for fixed-vector PMIs (MSI) */
     const VpmuConfig *cfg;          /* the guest PMU; copied */
     const VpmuSourceOps *source_ops;
@@ -254,14 +254,21 @@ VPMU_API int vpmu_kvm_cpuid(const VpmuKvm *k, uint32_t leaf,
                             uint32_t subleaf, uint32_t regs[4]);
 
 /**
- * vpmu_kvm_handle_msr_exit() - serve a KVM_EXIT_X86_RDMSR/WRMSR.
- *
- * Sets run->msr.data (reads) and run->msr.error (1 = #GP).  Mirrors
- * counters into KVM when the access stops counters or reads the status.
- * Return: 0 served; -ENOENT not this PMU's MSR (run untouched: the VMM
- * handles it); -EINVAL not an MSR exit.
+ * vpmu_kvm_rdmsr() - serve a KVM_EXIT_X86_RDMSR of @msr (kvm_run's
+ * msr.index): the guest reads *@val (the VMM's msr.data).  Mirrors
+ * counters into KVM when the guest reads the overflow status.
+ * Return: 0 served; -ENOENT not this PMU's MSR (the VMM handles it);
+ * -EINVAL the guest takes #GP (the VMM sets msr.error to 1).
  */
-VPMU_API int vpmu_kvm_handle_msr_exit(VpmuKvm *k);
+VPMU_API int vpmu_kvm_rdmsr(VpmuKvm *k, uint32_t msr, uint64_t *val);
+
+/**
+ * vpmu_kvm_wrmsr() - serve a KVM_EXIT_X86_WRMSR of @val (msr.data) to
+ * @msr (msr.index).  Mirrors counters into KVM when the write stops
+ * counters or changes a counter.
+ * Return: as vpmu_kvm_rdmsr().
+ */
+VPMU_API int vpmu_kvm_wrmsr(VpmuKvm *k, uint32_t msr, uint64_t val);
 
 /**
  * vpmu_kvm_service() - after every KVM_RUN: deliver a pending PMI

@@ -130,7 +130,6 @@ int harness_open(Harness *h, const HarnessOpts *o, char *err, size_t errlen)
     }
     ko.vm_fd = h->vmm.vm_fd;
     ko.vcpu_fd = h->vmm.vcpu_fd;
-    ko.run = h->vmm.run;
     ko.cfg = &cfg;
     ko.source_ops = source_ops(h, &ko.source);
     ko.log = harness_log;
@@ -292,15 +291,20 @@ static void handle_io(Harness *h, struct kvm_run *run)
 static void handle_msr(Harness *h, struct kvm_run *run)
 {
     int64_t t = thread_ns(h);
-    int ret = vpmu_kvm_handle_msr_exit(h->kvm);
+    uint64_t val = run->msr.data;
+    int ret = run->exit_reason == KVM_EXIT_X86_RDMSR
+              ? vpmu_kvm_rdmsr(h->kvm, run->msr.index, &val)
+              : vpmu_kvm_wrmsr(h->kvm, run->msr.index, val);
 
     h->msr_exits++;
     if (ret == -ENOENT) {
         /* The filter only routes vpmu's MSRs: this is a bug, but no abort. */
         printf("# unexpected MSR exit 0x%x: #GP\n", run->msr.index);
         h->failed++;
-        run->msr.error = 1;
     }
+    /* -EINVAL: the guest's #GP, as hardware gives it. */
+    run->msr.error = ret < 0;
+    run->msr.data = val;
     h->last.start_ns = t;
     h->last.dur_ns = thread_ns(h) - t;
     if (h->want_first) {

@@ -130,11 +130,7 @@ void model_wrmsr(uint32_t msr, uint64_t val)
 
 void model_exit_wrmsr(uint32_t msr, uint64_t val)
 {
-    m.run.exit_reason = KVM_EXIT_X86_WRMSR;
-    m.run.msr.index = msr;
-    m.run.msr.data = val;
-    ck_assert_int_eq(vpmu_kvm_handle_msr_exit(m.k), 0);
-    ck_assert_uint_eq(m.run.msr.error, 0);
+    ck_assert_int_eq(vpmu_kvm_wrmsr(m.k, msr, val), 0);
     ck_assert_int_eq(vpmu_kvm_service(m.k), 0);
     model_count(0, 1);
 }
@@ -143,14 +139,13 @@ void model_user(uint64_t n)
 {
     vpmu_fake_source_run(m.fake, VPMU_EVENT_INSTRUCTIONS, 0, 3, n);
     model_count(3, n);
-    m.run.exit_reason = KVM_EXIT_INTR;      /* an overflow's signal */
     ck_assert_int_eq(vpmu_kvm_service(m.k), 0);
 }
 
 void model_setup(VpmuVendor vendor, VpmuKvmSync sync)
 {
     static const VpmuKvmCaps caps = { .pmu = true, .global_msrs = true };
-    VpmuKvmOpts o = { .vm_fd = 100, .vcpu_fd = 101, .run = &m.run,
+    VpmuKvmOpts o = { .vm_fd = 100, .vcpu_fd = 101,
                       .cfg = &m.cfg, .source_ops = vpmu_fake_source_ops(),
                       .caps = &caps, .sync = sync, .host_counters = 12,
                       .ioctl = model_ioctl };
@@ -164,7 +159,6 @@ void model_setup(VpmuVendor vendor, VpmuKvmSync sync)
     ck_assert_int_eq(vpmu_kvm_new(&o, &m.k, err, sizeof(err)), 0);
     /* QEMU's vCPU reset: every register written into KVM once. */
     vpmu_kvm_state_changed(m.k);
-    m.run.exit_reason = KVM_EXIT_INTR;
     ck_assert_int_eq(vpmu_kvm_service(m.k), 0);
 }
 

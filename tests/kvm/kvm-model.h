@@ -41,7 +41,6 @@
 #define ROLE(r)         (1u << VPMU_MSR_ROLE_##r)
 
 typedef struct Model {
-    struct kvm_run run;
     VpmuFakeSource *fake;
     VpmuConfig cfg;
     VpmuKvm *k;

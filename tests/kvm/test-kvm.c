@@ -177,7 +177,7 @@ END_TEST
 
 typedef struct Fixture {
     int fd;
-    struct kvm_run run;
+    uint64_t val;               /* what exit_msr() read */
     VpmuFakeSource *fake;
     VpmuConfig cfg;
     VpmuKvmOpts opts;
@@ -203,7 +203,7 @@ static void setup(void)
     ck_assert_int_ge(fx.fd, 0);
     ck_assert_int_eq(vpmu_fake_source_new(&fx.fake), 0);
     vpmu_config_init(&fx.cfg, VPMU_VENDOR_INTEL);
-    fx.opts = (VpmuKvmOpts){ .vm_fd = fx.fd, .vcpu_fd = fx.fd, .run = &fx.run,
+    fx.opts = (VpmuKvmOpts){ .vm_fd = fx.fd, .vcpu_fd = fx.fd,
                              .cfg = &fx.cfg,
                              .source_ops = vpmu_fake_source_ops(),
                              .source = fx.fake, .log = fx_log, .opaque = &fx,
@@ -217,13 +217,15 @@ static void teardown(void)
     close(fx.fd);
 }
 
+/*
+ * An MSR exit as QEMU's filter handlers serve it: kvm_run's msr.index and
+ * msr.data in; a read's value in fx.val, which -ENOENT and -EINVAL leave.
+ */
 static int exit_msr(uint32_t reason, uint32_t msr, uint64_t data)
 {
-    fx.run.exit_reason = reason;
-    fx.run.msr.index = msr;
-    fx.run.msr.data = data;
-    fx.run.msr.error = 0xAA;    /* must be overwritten when served */
-    return vpmu_kvm_handle_msr_exit(fx.k);
+    fx.val = data;
+    return reason == KVM_EXIT_X86_RDMSR ? vpmu_kvm_rdmsr(fx.k, msr, &fx.val)
+                                        : vpmu_kvm_wrmsr(fx.k, msr, data);
 }
 
 START_TEST(new_bad_opts)
@@ -231,10 +233,10 @@ START_TEST(new_bad_opts)
     char err[128] = "";
     VpmuKvmOpts o = fx.opts;
 
-    o.run = NULL;
+    o.cfg = NULL;
     ck_assert_int_eq(vpmu_kvm_new(&o, &fx.k, err, sizeof(err)), -EINVAL);
     ck_assert_ptr_null(fx.k);
-    ck_assert_ptr_nonnull(strstr(err, "run"));
+    ck_assert_ptr_nonnull(strstr(err, "cfg"));
     o = fx.opts;
     o.vm_fd = -1;
     ck_assert_int_eq(vpmu_kvm_new(&o, &fx.k, err, sizeof(err)), -EINVAL);
@@ -248,8 +250,8 @@ START_TEST(new_bad_opts)
 END_TEST
 
 /*
- * Through the exit handler: served reads and writes, #GP, -ENOENT
- * leaving the run untouched, and the exact +1s: PMC0 counts
+ * Through the exit handlers: served reads and writes, #GP, -ENOENT
+ * leaving the value untouched, and the exact +1s: PMC0 counts
  * instructions at CPL 0 (EVTSEL0 = EN | OS | C0H = 0x4200C0; GLOBAL_CTRL
  * resets with the GP bits set, so the EVTSEL write itself enables it):
  *   WRMSR EVTSEL0          enabling write, counted: 1
@@ -257,33 +259,41 @@ END_TEST
  *   WRMSR GLOBAL_STATUS    #GP: 2
  *   RDMSR 0x10             not vpmu's (-ENOENT): 2
  *   RDMSR PMC0             reads 2, then 3
+ *   RDMSR GLOBAL_STATUS    0: the #GP write changed nothing
+ *   RDMSR PMC2             #GP: the PMU has 2 counters
+ *   WRMSR 0x10             not vpmu's: no exit counted
+ * Exits: 5 reads (one #GP), 2 writes (one #GP).
  */
 START_TEST(exit_counts)
 {
     char err[128];
     VpmuKvmStats st;
 
+    fx.cfg.nr_gp = 2;           /* PMC2 (0xC3) is absent: #GP */
     ck_assert_int_eq(vpmu_kvm_new(&fx.opts, &fx.k, err, sizeof(err)), 0);
     ck_assert_str_eq(fx.log, "KVM has no vPMU: guest RDPMC takes #GP");
     ck_assert_int_eq(exit_msr(KVM_EXIT_X86_WRMSR, 0x186, 0x4200C0), 0);
-    ck_assert_uint_eq(fx.run.msr.error, 0);
     ck_assert_int_eq(exit_msr(KVM_EXIT_X86_RDMSR, 0x186, 0), 0);
-    ck_assert_uint_eq(fx.run.msr.data, 0x4200C0);
-    ck_assert_int_eq(exit_msr(KVM_EXIT_X86_WRMSR, 0x38E, 1), 0);
-    ck_assert_uint_eq(fx.run.msr.error, 1);
+    ck_assert_uint_eq(fx.val, 0x4200C0);
+    ck_assert_int_eq(exit_msr(KVM_EXIT_X86_WRMSR, 0x38E, 1), -EINVAL);
     ck_assert_int_eq(exit_msr(KVM_EXIT_X86_RDMSR, 0x10, 0x1234), -ENOENT);
-    ck_assert_uint_eq(fx.run.msr.error, 0xAA);
-    ck_assert_uint_eq(fx.run.msr.data, 0x1234);
+    ck_assert_uint_eq(fx.val, 0x1234);
     ck_assert_int_eq(exit_msr(KVM_EXIT_X86_RDMSR, 0xC1, 0), 0);
-    ck_assert_uint_eq(fx.run.msr.data, 2);
+    ck_assert_uint_eq(fx.val, 2);
     ck_assert_int_eq(exit_msr(KVM_EXIT_X86_RDMSR, 0xC1, 0), 0);
-    ck_assert_uint_eq(fx.run.msr.data, 3);
-    fx.run.exit_reason = KVM_EXIT_IO;
-    ck_assert_int_eq(vpmu_kvm_handle_msr_exit(fx.k), -EINVAL);
+    ck_assert_uint_eq(fx.val, 3);
+    /* The #GP write left GLOBAL_STATUS as it was: no overflow. */
+    ck_assert_int_eq(exit_msr(KVM_EXIT_X86_RDMSR, 0x38E, 0x5555), 0);
+    ck_assert_uint_eq(fx.val, 0);
+    /* An absent counter's #GP leaves the VMM's value. */
+    ck_assert_int_eq(exit_msr(KVM_EXIT_X86_RDMSR, 0xC3, 0x77), -EINVAL);
+    ck_assert_uint_eq(fx.val, 0x77);
+    /* Not vpmu's: neither served nor counted below. */
+    ck_assert_int_eq(exit_msr(KVM_EXIT_X86_WRMSR, 0x10, 0), -ENOENT);
     vpmu_kvm_stats(fx.k, &st);
-    ck_assert_uint_eq(st.rdmsr_exits, 3);
+    ck_assert_uint_eq(st.rdmsr_exits, 5);
     ck_assert_uint_eq(st.wrmsr_exits, 2);
-    ck_assert_uint_eq(st.gp_injected, 1);
+    ck_assert_uint_eq(st.gp_injected, 2);
     ck_assert_uint_eq(st.mirrors + st.mirror_errors, 0);     /* no vPMU */
     ck_assert(!st.kvm_pmu);
     ck_assert_int_eq(vpmu_kvm_mirror(fx.k), -ENODEV);
@@ -329,7 +339,7 @@ START_TEST(mirror_and_pmi_errors)
     ck_assert_uint_eq(st.inject_errors, 1);
     ck_assert_uint_eq(st.pmi_nmi + st.pmi_fixed + st.pmi_masked, 0);
     ck_assert_int_eq(exit_msr(KVM_EXIT_X86_RDMSR, 0x38E, 0), 0);
-    ck_assert_uint_eq(fx.run.msr.data, 1);      /* the overflow is kept */
+    ck_assert_uint_eq(fx.val, 1);      /* the overflow is kept */
 }
 END_TEST
 

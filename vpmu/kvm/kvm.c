@@ -60,8 +60,6 @@ static int check_opts(const VpmuKvmOpts *opts, char *err, size_t errlen)
         what = "vm_fd: not an fd";
     } else if (opts->vcpu_fd < 0) {
         what = "vcpu_fd: not an fd";
-    } else if (!opts->run) {
-        what = "run: the vCPU's kvm_run is required";
     } else if (!opts->cfg) {
         what = "cfg: the guest PMU config is required";
     } else if (!opts->source_ops) {
@@ -250,20 +248,19 @@ static int send_msi(VpmuKvm *k, uint32_t vector)
 }
 
 /*
- * The answer to an MSR exit the PMU served with @ret: a #GP for an error
- * (KVM injects it when run->msr.error is 1), else served.
+ * Count an MSR exit the PMU served with @ret: an error is the #GP the VMM
+ * injects (kvm_run's msr.error = 1).
  * Return: whether the access went through.
  */
-static bool exit_served(VpmuKvm *k, struct kvm_run *run, int ret,
-                        uint64_t *exits, bool write)
+static bool exit_served(VpmuKvm *k, uint32_t msr, int ret, uint64_t *exits,
+                        bool write)
 {
-    int role = vpmu_config_msr_role(&k->cfg, run->msr.index);
+    int role = vpmu_config_msr_role(&k->cfg, msr);
 
     (*exits)++;
     if (role >= 0) {
         k->stats.exits[role][write]++;
     }
-    run->msr.error = ret < 0;
     if (ret < 0) {
         k->stats.gp_injected++;
         return false;
@@ -276,51 +273,64 @@ static bool exit_served(VpmuKvm *k, struct kvm_run *run, int ret,
     return true;
 }
 
-static int handle_rdmsr(VpmuKvm *k, struct kvm_run *run)
+/*
+ * What this exit changes (the guest's write, what the pull takes from
+ * KVM, the catch-up) programs each counter's host event once, at
+ * vpmu_kvm_service() before the vCPU runs again.
+ */
+static void defer_programming(VpmuKvm *k)
+{
+    if (!k->deferred) {
+        vpmu_pmu_defer(k->pmu);
+        k->deferred = true;
+    }
+}
+
+int vpmu_kvm_rdmsr(VpmuKvm *k, uint32_t msr, uint64_t *out)
 {
     VpmuMsrInfo info;
     uint64_t val = 0;
     int ret;
 
+    defer_programming(k);
     /* LINUX: a selector or counter the guest wrote in KVM (kvm-sync.c). */
     if (vpmu_kvm__linux(k) && vpmu_kvm__pull(k)) {
         (void)vpmu_kvm__mirror_some(k, 0);
     }
     /* The value read includes what KVM retired itself (kvm-mirror.c). */
-    if (vpmu_pmu_msr_info(k->pmu, run->msr.index, &info) == 0 &&
+    if (vpmu_pmu_msr_info(k->pmu, msr, &info) == 0 &&
         info.cls == VPMU_MSR_CLASS_COUNTER) {
         vpmu_kvm__catch_up(k, info.counters);
     }
-    ret = vpmu_pmu_rdmsr(k->pmu, run->msr.index, &val);
+    ret = vpmu_pmu_rdmsr(k->pmu, msr, &val);
 
     if (ret == -ENOENT) {
         return ret;
     }
-    if (!exit_served(k, run, ret, &k->stats.rdmsr_exits, false)) {
-        return 0;
+    if (!exit_served(k, msr, ret, &k->stats.rdmsr_exits, false)) {
+        return ret;
     }
-    run->msr.data = val;
+    *out = val;
     /*
      * The guest's host event excluded this RDMSR (it exited); it retires
      * at CPL 0 after reading, so the value read does not include it.
      */
     vpmu_pmu_instruction_retired(k->pmu, 0, false);
     /* Linux reads the counters with RDPMC next (its PMI handler). */
-    if (vpmu_pmu_msr_info(k->pmu, run->msr.index, &info) == 0 &&
+    if (vpmu_pmu_msr_info(k->pmu, msr, &info) == 0 &&
         info.cls == VPMU_MSR_CLASS_STATUS) {
         vpmu_kvm__mirror_if_any(k);
     }
     return 0;
 }
 
-static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
+int vpmu_kvm_wrmsr(VpmuKvm *k, uint32_t msr, uint64_t val)
 {
-    uint32_t msr = run->msr.index;
-    uint64_t val = run->msr.data;
     VpmuMsrInfo info;
     uint64_t pulled = 0;
     int ret;
 
+    defer_programming(k);
     /*
      * LINUX: what the guest wrote in KVM while this global control had
      * it off happened before this write (kvm-sync.c).
@@ -352,8 +362,8 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
     if (ret == -ENOENT) {
         return ret;
     }
-    if (!exit_served(k, run, ret, &k->stats.wrmsr_exits, true)) {
-        return 0;
+    if (!exit_served(k, msr, ret, &k->stats.wrmsr_exits, true)) {
+        return ret;
     }
     /*
      * Counters stopped (an enable bit went 1 -> 0): Linux reads them with
@@ -368,30 +378,6 @@ static int handle_wrmsr(VpmuKvm *k, struct kvm_run *run)
         (void)vpmu_kvm__mirror_some(k, info.counters | pulled);
     }
     return 0;
-}
-
-int vpmu_kvm_handle_msr_exit(VpmuKvm *k)
-{
-    struct kvm_run *run = k->opts.run;
-
-    /*
-     * What this exit changes (the guest's write, what the pull takes from
-     * KVM, the catch-up) programs each counter's host event once, at
-     * vpmu_kvm_service() before the vCPU runs again.
-     */
-    if (!k->deferred) {
-        vpmu_pmu_defer(k->pmu);
-        k->deferred = true;
-    }
-
-    switch (run->exit_reason) {
-    case KVM_EXIT_X86_RDMSR:
-        return handle_rdmsr(k, run);
-    case KVM_EXIT_X86_WRMSR:
-        return handle_wrmsr(k, run);
-    default:
-        return -EINVAL;
-    }
 }
 
 static void inject_failed(VpmuKvm *k, int err, const char *what)
