@@ -133,6 +133,15 @@ class Procs:
         return False
 
 
+def read_text(path):
+    """@path's text ("" if it cannot be read: a log not written yet)."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -40,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 from libvirtfix import (QEMU_LOGS, QEMU_USER, LibvirtHost,  # noqa: E402
                         foreign_daemons, virsh, wait_for)
-from pytap import Tap  # noqa: E402
+from pytap import Tap, read_text as read  # noqa: E402
 
 SYSCTL = "/proc/sys/kernel/perf_event_paranoid"
 CONF = "/etc/qemu/vpmu.conf"
@@ -107,14 +107,6 @@ def vpmu_query(dom):
              c.get("source-last-error", "-"), h.get("opens", "-"),
              h.get("last-error", "-")]
     return " ".join(str(w) for w in words)
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def tail(text, n=5):

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from l1checks import PROFILE_PERIOD  # noqa: E402
-from pytap import Procs  # noqa: E402
+from pytap import Procs, read_text as read  # noqa: E402
 from qmpclient import QMP, QMPError  # noqa: E402
 
 MIGRATE_URI = "tcp:127.0.0.1:4444"
@@ -55,14 +55,6 @@ def wait_for(secs, cond):
             return True
         time.sleep(1)
     return cond()
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def mkfifo(path):
