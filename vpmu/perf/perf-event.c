@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -103,15 +104,26 @@ void vpmu_perf_sys_close(VpmuPerfSource *src, int fd)
     }
 }
 
-/* The host probe's answer (include/vpmu/host.h): Hygon's PMU is AMD's. */
+/*
+ * The host probe's answer (include/vpmu/host.h): Hygon's PMU is AMD's.
+ * Asked once: vpmu-helper asks for every event it checks, and each CPUID
+ * of the probe is an exit when the host is itself a VM.  Threads that
+ * race store the same answer.
+ */
 VpmuVendor vpmu_perf_host_vendor(void)
 {
     static const VpmuHostProbeInput cpu_only = {
         .kvm_from = VPMU_HOST_KVM_SKIP, .skip_mediated = true,
     };
+    static _Atomic int vendor = -1;
+    int v = atomic_load_explicit(&vendor, memory_order_relaxed);
     VpmuHostProbe p;
 
-    return vpmu_host_probe(&cpu_only, &p) == 0 ? p.pmu_vendor : 0;
+    if (v < 0) {
+        v = vpmu_host_probe(&cpu_only, &p) == 0 ? (int)p.pmu_vendor : 0;
+        atomic_store_explicit(&vendor, v, memory_order_relaxed);
+    }
+    return (VpmuVendor)v;
 }
 
 /* Count a failed system call; returns @err for "return vpmu_perf_fail()". */
