@@ -408,6 +408,12 @@ int vpmu_arch_validate_config(const VpmuArchOps *a, const VpmuConfig *cfg,
 void vpmu_ctl_decode(const VpmuPmu *pmu, const VpmuCounter *c, uint64_t ctl,
                      VpmuCtl *out);
 VpmuCounter *vpmu_counter_by_id(VpmuPmu *pmu, uint32_t id);
+/* @msr's kind and index: 0, -ENOENT not a PMU MSR, -EINVAL absent here. */
+int vpmu_msr_find(const VpmuPmu *pmu, uint32_t msr, VpmuMsrKind *kind,
+                  unsigned *idx);
+/* A control MSR's value as the core keeps it (no fold). */
+uint64_t vpmu_control_read(const VpmuPmu *pmu, VpmuMsrKind kind,
+                           unsigned idx);
 
 /*
  * core/counter.c: the counter model (global.c: the PMU-wide state that
