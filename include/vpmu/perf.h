@@ -84,7 +84,9 @@ typedef struct VpmuPerfSys {
 /* What the guest reads when the host could not keep its event on the PMU. */
 typedef enum VpmuPerfMultiplex {
     VPMU_PERF_MULTIPLEX_RAW = 0,    /* the raw count (KVM's behaviour) */
-    VPMU_PERF_MULTIPLEX_SCALED,     /* count * time_enabled / time_running */
+    VPMU_PERF_MULTIPLEX_SCALED,     /* count * time_enabled / time_running
+                                       over the time the guest counter was
+                                       on (perf's estimate), never back */
 } VpmuPerfMultiplex;
 
 typedef struct VpmuPerfSourceOpts {
@@ -140,6 +142,9 @@ typedef struct VpmuPerfStats {
     uint64_t sys_opens, sys_ioctls, sys_reads, sys_fcntls, sys_closes;
     uint64_t services;          /* vpmu_perf_source_service() calls: the
                                    VMM's overflow signals taken */
+    uint64_t scaled_reads;      /* scaled: reads that credited the guest
+                                   counter other than what the host event
+                                   counted (an estimate, not a count) */
 } VpmuPerfStats;
 
 /**

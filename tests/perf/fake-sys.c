@@ -193,7 +193,7 @@ void fake_sys_run(FakeSys *f, uint32_t type, uint64_t config, uint64_t n)
             continue;
         }
         /* One event per time unit; it counts only while it runs. */
-        e->value += ran;
+        e->value += f->host_mode && e->attr.exclude_host ? 0 : ran;
         e->time_enabled += n;
         e->time_running += ran;
     }

@@ -55,6 +55,11 @@ typedef struct FakeSys {
     unsigned bad_calls;             /* unknown/closed fd, double close */
     /* Multiplexing: the event runs run_num/run_den of its enabled time. */
     uint64_t run_num, run_den;
+    /*
+     * The thread is in host mode (a VM exit): an exclude_host event's
+     * times go on while it counts nothing, as the kernel's do.
+     */
+    bool host_mode;
 } FakeSys;
 
 void fake_sys_init(FakeSys *f, bool hw);

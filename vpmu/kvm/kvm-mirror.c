@@ -120,9 +120,11 @@ static bool kvm_emulates(const VpmuKvm *k, unsigned i,
 
 /*
  * The perf source's reads that found an event multiplexed (time running
- * < enabled): while it grows, vpmu's host events missed guest events
- * that KVM's pinned ones may have counted, and a difference between the
- * two is no longer what KVM retired itself.  0 for other sources.
+ * < enabled) or credited a scaled estimate rather than what the host
+ * event counted (vpmu-multiplex=scaled, even over an interval that ran
+ * whole): while either grows, vpmu's value is not what its host events
+ * counted, and a difference with KVM's pinned ones is no longer what KVM
+ * retired itself.  0 for other sources.
  */
 static uint64_t source_mux(const VpmuKvm *k)
 {
@@ -132,7 +134,7 @@ static uint64_t source_mux(const VpmuKvm *k)
         return 0;
     }
     vpmu_perf_source_stats(k->opts.source, &st);
-    return st.multiplexed_reads;
+    return st.multiplexed_reads + st.scaled_reads;
 }
 
 /* A base pair for counter i: KVM's PMC and vpmu's value at one instant. */

@@ -382,10 +382,16 @@ int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
     return 0;
 }
 
-/* dv scaled by de / dr, in 128 bits: dv * de overflows 64 bits easily. */
-static uint64_t scale(uint64_t dv, uint64_t de, uint64_t dr)
+/*
+ * v scaled by e / r, in 128 bits: v * e overflows 64 bits easily.  A
+ * result past 64 bits (r tiny against e, v large: no host counts that)
+ * saturates rather than wraps.
+ */
+static uint64_t scale(uint64_t v, uint64_t e, uint64_t r)
 {
-    return (uint64_t)((unsigned __int128)dv * de / dr);
+    unsigned __int128 x = (unsigned __int128)v * e / r;
+
+    return x > UINT64_MAX ? UINT64_MAX : (uint64_t)x;
 }
 
 /* The event is in error state: the host could not keep a pinned event. */
@@ -402,10 +408,46 @@ static int event_pinned_failure(VpmuPerfSource *src, VpmuSourceHandle *h)
 }
 
 /*
- * Read the event and advance h->count, if the guest counter is on.
- * Deltas since the last read are scaled (opts.multiplex) one interval at
- * a time, so the count stays monotonic even when the running/enabled
- * ratio changes.
+ * Scaled (opts.multiplex): what the host counted since the last read,
+ * @dv over @de ns enabled and @dr running, becomes the guest's share of
+ * perf's own estimate, count * time_enabled / time_running, over the
+ * guest counter's span (h->span: every interval read while the guest
+ * counter was on, since the host event was opened or taken back for it).
+ *
+ * Not each interval by its own times: the guest reads at its exits, far
+ * more often than the host rotates (perf_event_mux_interval_ms), so most
+ * intervals ran wholly (nothing to scale) or not at all (no rate to
+ * scale), and the estimate tends to the raw count as the reads get
+ * denser.  Carrying an unrun interval's time to the next interval that
+ * ran is no better: with exclude_host that one is often only the exit
+ * the rotation happened in, which counts nothing.  The span's sums take
+ * every ns of running time at its rate.
+ *
+ * The guest counter never goes back (the core folds deltas): an estimate
+ * below what was credited already (the rate fell) credits nothing until
+ * the estimate passes it, so the guest reads the largest estimate so far
+ * and nothing twice.  Return: what to credit.
+ */
+static uint64_t scaled_credit(VpmuPerfSource *src, VpmuSourceHandle *h,
+                              uint64_t dv, uint64_t de, uint64_t dr)
+{
+    VpmuPerfReading *s = &h->span;
+    uint64_t est, credit;
+
+    s->value += dv;
+    s->time_enabled += de;
+    s->time_running += dr;
+    est = s->time_running ? scale(s->value, s->time_enabled,
+                                  s->time_running) : 0;
+    credit = est > h->host ? est - h->host : 0;
+    /* The KVM front end's catch-up must know the credit is no count. */
+    src->stats.scaled_reads += credit != dv;
+    return credit;
+}
+
+/*
+ * Read the event and advance h->count, if the guest counter is on: by
+ * what the host counted (raw) or by scaled_credit() (scaled).
  */
 int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
 {
@@ -446,9 +488,9 @@ int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h)
     if (dr < de) {
         src->stats.multiplexed_reads++;
         src->stats.lost_ns += de - dr;
-        if (src->opts.multiplex == VPMU_PERF_MULTIPLEX_SCALED && dr) {
-            dv = scale(dv, de, dr);
-        }
+    }
+    if (src->opts.multiplex == VPMU_PERF_MULTIPLEX_SCALED) {
+        dv = scaled_credit(src, h, dv, de, dr);
     }
     h->host += dv;
     h->count = h->clock ? vpmu_perf_ns_to_ticks(h->host, src->opts.tsc_hz)

@@ -67,6 +67,8 @@ struct VpmuSourceHandle {
     bool due;               /* service(): the period elapsed */
     int error;              /* sticky: the event failed (e.g. pinned) */
     VpmuPerfReading last;   /* raw values at the last read or reset */
+    VpmuPerfReading span;   /* scaled: the sums of the intervals read
+                               while the guest counter was on, since open */
     uint64_t host;          /* host units since open (scaled if asked) */
     uint64_t count;         /* guest units since open */
     uint64_t period_start;  /* count when the current countdown began */
