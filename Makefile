@@ -8,8 +8,10 @@
 #   make qemu    build QEMU 10.2 + qemu-patches/ with libvpmu (docs/qemu.md)
 #   make install libvpmu, vpmu-helper and its units, the QEMU binary, docs
 #                (PREFIX=/usr/local, DESTDIR=, INSTALL_BUILD=; docs/deploy.md)
-#   make clean   remove build/, build-asan/ and build-install/ (the test logs
-#                are in build/)
+#   make deb     Debian packages with dpkg-buildpackage, into build-deb/
+#                (DEB_OUT=; docs/deploy.md)
+#   make clean   remove build/, build-asan/, build-install/ and build-deb/
+#                (the test logs are in build/)
 #
 # make check RUNS="plain asan" runs a subset (plain, asan, valgrind, guest);
 # V=1 shows every test's output.  One suite: meson test -C build --suite unit.
@@ -22,13 +24,14 @@ RUNS ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
 INSTALL_BUILD ?= build-install
+DEB_OUT ?= build-deb
 
-.PHONY: all help deps build check demo bench qemu install clean
+.PHONY: all help deps build check demo bench qemu install deb clean
 
 all: build
 
 help:
-	@sed -n '3,15s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '3,17s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 deps:
 	@scripts/install-deps.sh
@@ -71,5 +74,11 @@ qemu:
 install:
 	@scripts/install.sh "$(PREFIX)" "$(DESTDIR)" "$(INSTALL_BUILD)"
 
+# The packages of debian/ (libvpmu0, libvpmu-dev, vpmu-helper, vpmu-tools,
+# vpmu-doc), built from HEAD with dpkg-buildpackage and checked by lintian,
+# in DEB_OUT/vpmu/ (scripts/make-deb.sh).
+deb:
+	@scripts/make-deb.sh --out "$(DEB_OUT)"
+
 clean:
-	rm -rf build build-asan build-install
+	rm -rf build build-asan build-install build-deb
