@@ -85,8 +85,8 @@ typedef struct VpmuPerfSys {
 typedef enum VpmuPerfMultiplex {
     VPMU_PERF_MULTIPLEX_RAW = 0,    /* the raw count (KVM's behaviour) */
     VPMU_PERF_MULTIPLEX_SCALED,     /* count * time_enabled / time_running
-                                       over the time the guest counter was
-                                       on (perf's estimate), never back */
+                                       since the guest counter went on
+                                       (perf's estimate), never back */
 } VpmuPerfMultiplex;
 
 typedef struct VpmuPerfSourceOpts {

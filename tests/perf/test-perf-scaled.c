@@ -239,31 +239,51 @@ START_TEST(test_hold)
 END_TEST
 
 /*
- * The span is the time the guest counter was on.  400 enabled, 100 run
- * and counted: 400.  The guest turns it off (the host event runs on,
- * soft): 1000 enabled, 500 run and counted, none of it the guest's.  On
- * again, 100 running and counted: 200 * 500 / 200 = 500.  With the off
- * time in the span it would read 1200 * 1500 / 1200 = 1500.
+ * The span is one stretch of the guest counter being on: the guest
+ * measures across its enables (Linux turns a counter off at every context
+ * switch and ends each perf event with it off), so a span's estimate must
+ * not reach into the next.  Each case: a first span, the guest turns the
+ * counter off (the host event runs on, soft: 1000 enabled, 500 run and
+ * counted, none of it the guest's), then on for a second span.
+ * - Full contention first (the nested suite's "contended" loop): 400
+ *   enabled, never run: 0.  Then 100 running and counted: 100 more.  One
+ *   span since the open would scale the 100 by 500 / 100: 500.
+ * - A rate that changes: 400 enabled, 100 run and counted: 400.  Then 100
+ *   running, 50 of them in host mode: 50 counted, 450.  One span since
+ *   the open: 150 * 500 / 200 = 375, and the counter would stay at 400.
  */
-START_TEST(test_span_guest_on)
+static void span_case(uint64_t first_run_num, uint64_t first, uint64_t host,
+                      uint64_t second)
 {
-    VpmuPerfSourceOpts o = { .multiplex = VPMU_PERF_MULTIPLEX_SCALED };
+    VpmuPerfSourceOpts o = { .multiplex = VPMU_PERF_MULTIPLEX_SCALED,
+                             .exclude_host = true };
 
     env_up(HOST_HW, &o);
     wr(EVTSEL(0), EV_INSTRUCTIONS | EN | USR);
+    env.fs.run_num = first_run_num;
     env.fs.run_den = 4;
     fake_sys_run(&env.fs, INS, 400);
-    ck_assert_uint_eq(rd(A_PMC(0)), 400);
+    ck_assert_uint_eq(rd(A_PMC(0)), first);
     wr(EVTSEL(0), EV_INSTRUCTIONS | USR);
+    env.fs.run_num = 1;
     env.fs.run_den = 2;
     fake_sys_run(&env.fs, INS, 1000);
-    ck_assert_uint_eq(rd(A_PMC(0)), 400);
+    ck_assert_uint_eq(rd(A_PMC(0)), first);
     wr(EVTSEL(0), EV_INSTRUCTIONS | EN | USR);
     env.fs.run_den = 1;
-    fake_sys_run(&env.fs, INS, 100);
-    ck_assert_uint_eq(rd(A_PMC(0)), 500);
+    env.fs.host_mode = true;
+    fake_sys_run(&env.fs, INS, host);
+    env.fs.host_mode = false;
+    fake_sys_run(&env.fs, INS, 100 - host);
+    ck_assert_uint_eq(rd(A_PMC(0)), second);
     ck_assert_uint_eq(perf_stats().opens, 1);
     env_down();
+}
+
+START_TEST(test_span_per_enable)
+{
+    span_case(0, 0, 0, 100);
+    span_case(1, 400, 50, 450);
 }
 END_TEST
 
@@ -311,7 +331,7 @@ static Suite *scaled_suite(void)
     tcase_add_test(tc, test_exits_every_ms);
     tcase_add_test(tc, test_exits_at_the_end);
     tcase_add_test(tc, test_hold);
-    tcase_add_test(tc, test_span_guest_on);
+    tcase_add_test(tc, test_span_per_enable);
     tcase_add_test(tc, test_span_reuse);
     suite_add_tcase(s, tc);
     return s;

@@ -411,22 +411,26 @@ static int event_pinned_failure(VpmuPerfSource *src, VpmuSourceHandle *h)
  * Scaled (opts.multiplex): what the host counted since the last read,
  * @dv over @de ns enabled and @dr running, becomes the guest's share of
  * perf's own estimate, count * time_enabled / time_running, over the
- * guest counter's span (h->span: every interval read while the guest
- * counter was on, since the host event was opened or taken back for it).
+ * guest counter's enabled span (h->span: every interval read since the
+ * guest last turned the counter on; vpmu_perf_span_start()).
  *
- * Not each interval by its own times: the guest reads at its exits, far
- * more often than the host rotates (perf_event_mux_interval_ms), so most
- * intervals ran wholly (nothing to scale) or not at all (no rate to
- * scale), and the estimate tends to the raw count as the reads get
+ * Not each interval by its own times: a guest that reads more often than
+ * the host rotates (perf_event_mux_interval_ms) cuts the span into
+ * intervals that ran wholly (nothing to scale) or not at all (no rate to
+ * scale), and the estimate would tend to the raw count as the reads get
  * denser.  Carrying an unrun interval's time to the next interval that
- * ran is no better: with exclude_host that one is often only the exit
- * the rotation happened in, which counts nothing.  The span's sums take
- * every ns of running time at its rate.
+ * ran is no better: with exclude_host that one may be only the exit the
+ * rotation happened in, which counts nothing.  Not over more than one
+ * span either: the guest measures across its enables (Linux turns a
+ * counter off at every context switch and at the end of each perf
+ * event), and an earlier span that never ran (full contention) would
+ * have its time scaled by a later one's rate, into the later
+ * measurement.
  *
  * The guest counter never goes back (the core folds deltas): an estimate
- * below what was credited already (the rate fell) credits nothing until
- * the estimate passes it, so the guest reads the largest estimate so far
- * and nothing twice.  Return: what to credit.
+ * below what the span credited already (the rate fell) credits nothing
+ * until the estimate passes it, so the guest reads the largest estimate
+ * so far and nothing twice.  Return: what to credit.
  */
 static uint64_t scaled_credit(VpmuPerfSource *src, VpmuSourceHandle *h,
                               uint64_t dv, uint64_t de, uint64_t dr)
@@ -439,10 +443,18 @@ static uint64_t scaled_credit(VpmuPerfSource *src, VpmuSourceHandle *h,
     s->time_running += dr;
     est = s->time_running ? scale(s->value, s->time_enabled,
                                   s->time_running) : 0;
-    credit = est > h->host ? est - h->host : 0;
+    credit = est > h->span_credit ? est - h->span_credit : 0;
+    h->span_credit += credit;
     /* The KVM front end's catch-up must know the credit is no count. */
     src->stats.scaled_reads += credit != dv;
     return credit;
+}
+
+/* A new enabled span: the guest counter went on, or a new host event. */
+void vpmu_perf_span_start(VpmuSourceHandle *h)
+{
+    h->span = (VpmuPerfReading){ 0 };
+    h->span_credit = 0;
 }
 
 /*

@@ -68,7 +68,8 @@ struct VpmuSourceHandle {
     int error;              /* sticky: the event failed (e.g. pinned) */
     VpmuPerfReading last;   /* raw values at the last read or reset */
     VpmuPerfReading span;   /* scaled: the sums of the intervals read
-                               while the guest counter was on, since open */
+                               since the guest counter last went on */
+    uint64_t span_credit;   /* scaled: what the span credited so far */
     uint64_t host;          /* host units since open (scaled if asked) */
     uint64_t count;         /* guest units since open */
     uint64_t period_start;  /* count when the current countdown began */
@@ -127,6 +128,7 @@ bool vpmu_perf_same_key(const struct perf_event_attr *a,
 int vpmu_perf_event_open(VpmuPerfSource *src, struct perf_event_attr *pattr,
                          unsigned long kind, int *fd);
 int vpmu_perf_event_read(VpmuPerfSource *src, VpmuSourceHandle *h);
+void vpmu_perf_span_start(VpmuSourceHandle *h);
 
 /* perf-host.c: KVM's mediated vPMU (include/vpmu/host.h). */
 void vpmu_perf_host_probe(VpmuPerfSource *src, int cycles_err);

@@ -115,6 +115,7 @@ int vpmu_perf_enable(void *opaque, VpmuSourceHandle *h)
         }
     }
     h->enabled = true;
+    vpmu_perf_span_start(h);
     if (h->stale) {
         /* perf_update() while off: the host still has the old period. */
         done = h->count - h->period_start;

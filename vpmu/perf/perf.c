@@ -122,7 +122,7 @@ static int perf_open(void *opaque, const VpmuSourceAttr *attr,
     h->attr = *attr;
     h->enabled = h->hw_on = h->skewed = h->stale = false;
     h->host = h->count = h->period_start = h->read_tick = 0;
-    h->span = (VpmuPerfReading){ 0 };
+    vpmu_perf_span_start(h);
     h->next = src->active;
     src->active = h;
     src->stats.active++;
