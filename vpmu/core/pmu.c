@@ -119,36 +119,29 @@ VpmuCounter *vpmu_counter_by_id(VpmuPmu *pmu, uint32_t id)
 /*
  * Find @msr in the vendor's {base, count, kind} table: -ENOENT if it is
  * not a PMU MSR, -EINVAL if it is one this configuration lacks (#GP), else
- * 0 with its kind (unaliased) and index.  The ranges are sorted by base
- * and do not overlap (vpmu_arch_validate() checks), so a binary search
- * finds the last range starting at or below @msr in ~log2(12) steps: a
- * linear scan made Intel's A_PMC MSRs, the last range, 2.5x slower to
- * serve than the legacy PMCs.
+ * 0 with its kind (unaliased) and index.  A scan in base order: the PMCs
+ * and selectors, first, cost least; Intel's A_PMCs, last of 12 ranges,
+ * about twice a PMC read.  A binary search (sorted, disjoint ranges:
+ * vpmu_arch_validate()) evens that out but its unpredictable branches made
+ * a PMC read 1.5x slower, and a branch-free count of the ranges below @msr
+ * slower still (bench/msr-compare.sh).
  */
 int vpmu_msr_find(const VpmuPmu *pmu, uint32_t msr, VpmuMsrKind *kind,
                   unsigned *idx)
 {
-    const VpmuMsrRange *ranges = pmu->arch->ranges;
-    size_t lo = 0, hi = pmu->arch->nr_ranges;
+    for (size_t i = 0; i < pmu->arch->nr_ranges; i++) {
+        const VpmuMsrRange *r = &pmu->arch->ranges[i];
 
-    while (lo < hi) {               /* first range with base > msr */
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (ranges[mid].base <= msr) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+        if (msr >= r->base && msr - r->base < r->count) {
+            *idx = msr - r->base;
+            if (!(pmu->present[i] & BIT_ULL(*idx))) {
+                return -EINVAL;
+            }
+            *kind = vpmu_msr_unalias(r->kind, idx);
+            return 0;
         }
     }
-    if (lo == 0 || msr - ranges[lo - 1].base >= ranges[lo - 1].count) {
-        return -ENOENT;
-    }
-    *idx = msr - ranges[lo - 1].base;
-    if (!(pmu->present[lo - 1] & BIT_ULL(*idx))) {
-        return -EINVAL;
-    }
-    *kind = vpmu_msr_unalias(ranges[lo - 1].kind, idx);
-    return 0;
+    return -ENOENT;
 }
 
 static uint64_t fixed_ctrl_read(const VpmuPmu *pmu)
