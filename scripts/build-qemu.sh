@@ -12,7 +12,11 @@
 #   3. qemu-patches/*.patch applied with git am --3way when the series changed
 #      (sha256 recorded in applied-series); only files whose content changes
 #      are rewritten, so ninja rebuilds only what the change touches.
-#   4. configure once, then ninja qemu-system-x86_64.
+#   4. configure once, with packaging/qemu-vpmu/debian/vpmu-configure (the
+#      configuration of make deb's QEMU package, in the same place: the
+#      source tree's b/qemu), then ninja qemu-system-x86_64, through ccache
+#      (VPMU_CACHE/ccache) where it is installed: make deb's package build
+#      reuses what is compiled here.
 #   5. The binary is linked to build/qemu/qemu-system-x86_64.
 #
 # Environment:
@@ -45,17 +49,10 @@ GIT_ID=(-c user.name="vpmu build-qemu" -c user.email="vpmu-build@localhost"
         -c gc.auto=0 -c advice.detachedHead=false)
 FIXED_DATE="2000-01-01T00:00:00+0000"
 
-CONFIGURE_FLAGS=(--target-list=x86_64-softmmu --disable-docs --disable-werror
-                 --disable-tools --disable-user --disable-gtk --disable-sdl
-                 --disable-vnc --disable-opengl --disable-spice --disable-xen
-                 --disable-install-blobs
-                 # The firmware of Debian's qemu-system-data, seabios and
-                 # ipxe-qemu, where Debian's QEMU looks (debian/rules), so
-                 # that no -L is needed (libvirt passes none); and the
-                 # host's configuration where Debian's has it: vpmu.conf
-                 # in /etc/qemu.
-                 --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
-                 --sysconfdir=/etc)
+# QEMU's configuration: the one of make deb's package (prefix /usr,
+# Debian's firmware directories, /etc/qemu, the features named one by
+# one, dpkg-buildflags' flags), shared so that both compile the same.
+CONFIGURE=$ROOT/packaging/qemu-vpmu/debian/vpmu-configure
 
 log() {
     printf 'qemu: %s\n' "$*"
@@ -269,7 +266,10 @@ fi
 KEY=$(key "$VERSION")
 QDIR=$CACHE/qemu/$KEY
 SRC=$QDIR/src
-BUILD=$QDIR/build
+# In the source tree, where debian/rules of make deb's package builds too
+# (b/qemu: the same relative paths, so the same compile commands); git
+# ignores it (.git/info/exclude).  QDIR/build links to it.
+BUILD=$SRC/b/qemu
 DL=$QDIR/dl
 STATE=$QDIR/applied-series
 DSC=$DL/qemu_${KEY}.dsc
@@ -282,7 +282,7 @@ flock -n 9 || die "another build-qemu.sh is using $QDIR"
 if ! git -C "$SRC" rev-parse -q --verify 'refs/tags/debian-pristine^{commit}' >/dev/null 2>&1; then
     t=$SECONDS
     log "unpacking $(basename "$DSC") (dpkg-source -x applies Debian's patches) into a git repository"
-    rm -rf "$SRC" "$QDIR/src.tmp" "$STATE" "$BUILD"
+    rm -rf "$SRC" "$QDIR/src.tmp" "$STATE" "$QDIR/build"
     dpkg-source -x --no-copy "$DSC" "$QDIR/src.tmp" >"$QDIR/unpack.log" 2>&1 ||
         { show_fail "$QDIR/unpack.log"; die "dpkg-source -x failed"; }
     (
@@ -294,6 +294,7 @@ if ! git -C "$SRC" rev-parse -q --verify 'refs/tags/debian-pristine^{commit}' >/
         GIT_AUTHOR_DATE=$FIXED_DATE GIT_COMMITTER_DATE=$FIXED_DATE \
             git "${GIT_ID[@]}" commit -q -m "Debian qemu $VERSION, as unpacked by dpkg-source -x"
         git tag debian-pristine
+        printf '/b/\n' >>.git/info/exclude
     ) >>"$QDIR/unpack.log" 2>&1 || { show_fail "$QDIR/unpack.log"; die "git import failed"; }
     mv "$QDIR/src.tmp" "$SRC"
     log "src ready, $(elapsed "$t")"
@@ -369,38 +370,51 @@ else
 fi
 
 # ---------------------------------------------------------------- 4. build
-FLAGS=("${CONFIGURE_FLAGS[@]}")
-# src is a git repository without QEMU's submodules, and meson must not
-# fetch subprojects: the Debian tree already contains what they would
-# provide.  QEMU 10 says so with --disable-download (debian/rules too).
-if grep -q -- '--with-git-submodules' "$SRC/configure"; then
-    FLAGS+=(--with-git-submodules=ignore)
-else
-    FLAGS+=(--disable-download)
+# The build directory moved from QDIR/build into src/b/qemu: a tree of the
+# old layout is removed (it is rebuilt there once), QDIR/build is a link.
+grep -qx '/b/' "$SRC/.git/info/exclude" 2>/dev/null ||
+    printf '/b/\n' >>"$SRC/.git/info/exclude"
+if [ -d "$QDIR/build" ] && [ ! -L "$QDIR/build" ]; then
+    log "the build directory is now src/b/qemu (make deb's layout): removing $QDIR/build"
+    rm -rf "$QDIR/build"
 fi
+ln -sfn src/b/qemu "$QDIR/build"
+EXTRA=()
 # QEMU 10 needs meson >= 1.5, bookworm has 1.0: bookworm-backports' meson,
 # unpacked into the cache and put in a venv of its own that configure uses
 # (--python), never installed over the system's.
 need=$(sed -n "1s/.*meson_version: *'>=\([0-9.]*\)'.*/\1/p" "$SRC/meson.build")
 have=$(meson --version)
 if [ -n "$need" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
-    FLAGS+=(--python="$(private_meson "$need")/bin/python3")
+    EXTRA+=(--python="$(private_meson "$need")/bin/python3")
 fi
 if grep -q libvpmu "$SRC/meson_options.txt"; then
     grep -q -- '--enable-libvpmu' "$SRC/scripts/meson-buildoptions.sh" ||
         die "the series adds option libvpmu to meson_options.txt but not to" \
             "scripts/meson-buildoptions.sh (regenerate it: make update-buildoptions)"
-    FLAGS+=(--enable-libvpmu)
 fi
+# Through ccache where it is installed, with a cache of its own that make
+# deb's package build reads: the compile commands are the same, but for
+# the absolute paths into the source tree (QEMU's -iquote), which ccache
+# hashes relative to it (CCACHE_BASEDIR), as the package build does.
+# ccache also hashes the locale variables (the compiler's messages), so
+# they are fixed here as in debian/rules.
+if [ -x /usr/lib/ccache/cc ]; then
+    export PATH=/usr/lib/ccache:$PATH CCACHE_DIR=$CACHE/ccache CCACHE_BASEDIR=$SRC
+fi
+export LC_ALL=C.UTF-8
+unset LANG LC_CTYPE LC_MESSAGES
 mkdir -p "$BUILD"
-# Reconfigure when the flags or the libvpmu it links (its prefix) change.
-FLAGS_KEY="${FLAGS[*]} libvpmu-prefix=$PREFIX"
+# Reconfigure when the configuration, dpkg's flags or the libvpmu it links
+# (its prefix) change.
+FLAGS_KEY="$(sha256sum <"$CONFIGURE" | cut -c1-16) ${EXTRA[*]} libvpmu-prefix=$PREFIX
+$(cd "$SRC" && DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CFLAGS)"
 if [ ! -f "$BUILD/build.ninja" ] ||
    [ "$(cat "$BUILD/.vpmu-configure-flags" 2>/dev/null)" != "$FLAGS_KEY" ]; then
     t=$SECONDS
-    log "configure ${FLAGS[*]}"
+    log "configure: ${CONFIGURE#"$ROOT"/} ${EXTRA[*]}"
     rm -f "$BUILD/.vpmu-configure-flags"
-    (cd "$BUILD" && "$SRC/configure" "${FLAGS[@]}") >"$QDIR/configure.log" 2>&1 ||
+    (cd "$BUILD" && "$CONFIGURE" "$SRC" "${EXTRA[@]}") >"$QDIR/configure.log" 2>&1 ||
         { show_fail "$QDIR/configure.log"; die "QEMU configure failed"; }
     printf '%s\n' "$FLAGS_KEY" >"$BUILD/.vpmu-configure-flags"
     log "configured, $(elapsed "$t")"

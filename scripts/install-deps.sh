@@ -16,6 +16,8 @@ PACKAGES=(meson ninja-build pkg-config gcc check libsubunit-dev libglib2.0-dev z
 # the self-built binary loads from Debian's paths (--firmwarepath).
 QEMU_PACKAGES=(git dpkg-dev libglib2.0-dev libpixman-1-dev ninja-build meson
                flex bison libfdt-dev zlib1g-dev python3-venv pkg-config
+               # compiles once for make qemu and make deb's QEMU package
+               ccache
                qemu-system-x86 qemu-system-data seabios ipxe-qemu
                # the guest tests: initramfs packing, QMP client, qemu-img
                # (the migration suite's savevm/loadvm needs a qcow2 disk)
