@@ -398,9 +398,13 @@ fi
 # the absolute paths into the source tree (QEMU's -iquote), which ccache
 # hashes relative to it (CCACHE_BASEDIR), as the package build does.
 # ccache also hashes the locale variables (the compiler's messages), so
-# they are fixed here as in debian/rules.
+# they are fixed here as in debian/rules.  It does not hash the
+# -ffile-prefix-map values: its namespace is the configuration's hash, so
+# that a changed map cannot be served objects made with the old one.
 if [ -x /usr/lib/ccache/cc ]; then
     export PATH=/usr/lib/ccache:$PATH CCACHE_DIR=$CACHE/ccache CCACHE_BASEDIR=$SRC
+    CCACHE_NAMESPACE=vpmu-$(sha256sum <"$CONFIGURE" | cut -c1-16)
+    export CCACHE_NAMESPACE
 fi
 export LC_ALL=C.UTF-8
 unset LANG LC_CTYPE LC_MESSAGES
