@@ -75,8 +75,10 @@ install:
 	@scripts/install.sh "$(PREFIX)" "$(DESTDIR)" "$(INSTALL_BUILD)"
 
 # The packages of debian/ (libvpmu0, libvpmu-dev, vpmu-helper, vpmu-tools,
-# vpmu-doc), built from HEAD with dpkg-buildpackage and checked by lintian,
-# in DEB_OUT/vpmu/ (scripts/make-deb.sh).
+# vpmu-doc; from HEAD) in DEB_OUT/vpmu/, and qemu-system-x86-vpmu
+# (packaging/qemu-vpmu: Debian's qemu source and qemu-patches/, built in a
+# clean bookworm chroot; make qemu first) in DEB_OUT/qemu/, built with
+# dpkg-buildpackage and checked by lintian (scripts/make-deb.sh).
 deb:
 	@scripts/make-deb.sh --out "$(DEB_OUT)"
 

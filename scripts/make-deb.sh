@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # make deb: Debian packages of vpmu, built with dpkg-buildpackage.
 #
-#   scripts/make-deb.sh [--out DIR] [--no-lintian] [vpmu]
+#   scripts/make-deb.sh [--out DIR] [--no-lintian] [vpmu] [qemu]
 #
 #   vpmu  source package vpmu (debian/): libvpmu0, libvpmu-dev,
 #         vpmu-helper, vpmu-tools, vpmu-doc; built on this host (bookworm).
+#   qemu  source package qemu-vpmu (packaging/qemu-vpmu/):
+#         qemu-system-x86-vpmu, built in a clean bookworm chroot
+#         (scripts/make-deb-qemu.py), with the vpmu packages of DIR/vpmu;
+#         make qemu runs first: it fetches Debian's qemu source the
+#         changelog names and fills the ccache the package build reads.
+#   (default: both)
 #
 # The orig tarball of vpmu is HEAD's tree (git archive), debian/ the work
 # tree's; dpkg-buildpackage exports the changelog's date as
@@ -17,7 +23,11 @@
 # build-dep (root or sudo), as scripts/install-deps.sh does for make check.
 #
 # Environment: DEB_BUILD_OPTIONS (default parallel=2), VPMU_DEB_NICE (the
-# niceness of the build, default 10).
+# niceness of the build, default 10), VPMU_DEB_CCACHE=0 (the QEMU package
+# compiles everything), VPMU_DEB_LINT_QEMU_SOURCE=0 (lintian checks the
+# QEMU package but not its source package, whose ~10000 files of QEMU take
+# it minutes: the deb suite's budget), VPMU_CACHE (make qemu's cache,
+# ~/.cache/vpmu).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,11 +38,11 @@ while [ $# -gt 0 ]; do
     case $1 in
     --out) OUT=$(realpath -m "$2"); shift 2 ;;
     --no-lintian) LINTIAN=0; shift ;;
-    vpmu) WHAT+=("$1"); shift ;;
-    *) echo "usage: $0 [--out DIR] [--no-lintian] [vpmu]" >&2; exit 2 ;;
+    vpmu | qemu) WHAT+=("$1"); shift ;;
+    *) echo "usage: $0 [--out DIR] [--no-lintian] [vpmu] [qemu]" >&2; exit 2 ;;
     esac
 done
-[ ${#WHAT[@]} -gt 0 ] || WHAT=(vpmu)
+[ ${#WHAT[@]} -gt 0 ] || WHAT=(vpmu qemu)
 cd "$ROOT"
 export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-parallel=2}
 # meson prefixes the compiler with ccache where it is installed; a package
@@ -100,16 +110,20 @@ orig_vpmu() {
         xz -6 -T1 >"$dir/vpmu_$up.orig.tar.xz"
 }
 
-# lint CHANGES LOG: lintian on a .changes; its errors and warnings fail.
+# lint LOG FILE...: lintian on .changes and .dsc files; its errors and
+# warnings fail.
 lint() {
     [ "$LINTIAN" = 1 ] || return 0
-    local t=$SECONDS rc=0
-    lintian --fail-on error,warning --display-info "$1" >"$2" 2>&1 || rc=$?
-    if [ -s "$2" ]; then
-        sed 's/^/    lintian: /' "$2"
+    local t=$SECONDS rc=0 log=$1
+    shift
+    lintian --fail-on error,warning --display-info "$@" 2>&1 |
+        grep -v '^running with root privileges' >"$log" || true
+    grep -q '^[EW]: ' "$log" && rc=1
+    if [ -s "$log" ]; then
+        sed 's/^/    lintian: /' "$log"
     fi
-    [ "$rc" = 0 ] || die "lintian failed on $(basename "$1") (log: $2)"
-    log "lintian: no errors, no warnings ($(grep -c '^I:' "$2" || true) info tags), $(elapsed "$t")"
+    [ "$rc" = 0 ] || die "lintian failed on $(basename "$1") (log: $log)"
+    log "lintian: no errors, no warnings ($(grep -c '^I:' "$log" || true) info tags), $(elapsed "$t")"
 }
 
 build_vpmu() {
@@ -131,7 +145,28 @@ build_vpmu() {
     (cd "$tree" && "${NICE[@]}" dpkg-buildpackage -us -uc) >"$dir/build.log" 2>&1 ||
         { show_fail "$dir/build.log"; die "dpkg-buildpackage of vpmu failed"; }
     log "vpmu $version built, $(elapsed "$t"): $(cd "$dir" && echo *.deb)"
-    lint "$dir/vpmu_${version}_$(dpkg --print-architecture).changes" "$dir/lintian.log"
+    lint "$dir/lintian.log" "$dir/vpmu_${version}_$(dpkg --print-architecture).changes"
+}
+
+build_qemu() {
+    local t=$SECONDS version qver dir args=()
+    compgen -G "$OUT/vpmu/libvpmu-dev_*.deb" >/dev/null ||
+        die "no vpmu packages in $OUT/vpmu: make deb builds them first (scripts/make-deb.sh vpmu qemu)"
+    version=$(dpkg-parsechangelog -l packaging/qemu-vpmu/debian/changelog -S Version)
+    # Debian's qemu that version is made of: 10.2.2+ds-1+vpmu... is
+    # 1:10.2.2+ds-1.
+    qver=1:${version%%+vpmu*}
+    log "make qemu (VPMU_QEMU_VERSION=$qver): Debian's source, the ccache"
+    VPMU_QEMU_VERSION=$qver "$ROOT/scripts/build-qemu.sh" >"$OUT/make-qemu.log" 2>&1 ||
+        { show_fail "$OUT/make-qemu.log"; die "make qemu failed"; }
+    [ "${VPMU_DEB_CCACHE:-1}" = 1 ] || args+=(--no-ccache)
+    "${NICE[@]}" "$ROOT/scripts/make-deb-qemu.py" --out "$OUT" \
+        --vpmu-debs "$OUT/vpmu" "${args[@]}" || die "the QEMU package failed"
+    dir=$OUT/qemu
+    log "qemu-vpmu $version: $(elapsed "$t") in all"
+    args=("$dir/qemu-vpmu_${version}_$(dpkg --print-architecture).changes")
+    [ "${VPMU_DEB_LINT_QEMU_SOURCE:-1}" = 0 ] || args+=("$dir/qemu-vpmu_${version}.dsc")
+    lint "$dir/lintian.log" "${args[@]}"
 }
 
 mkdir -p "$OUT"
@@ -139,5 +174,6 @@ tools
 for w in "${WHAT[@]}"; do
     case $w in
     vpmu) build_vpmu ;;
+    qemu) build_qemu ;;
     esac
 done

@@ -17,13 +17,19 @@ user libvirt-qemu with no capabilities, perf_event_paranoid 3:
   - a client in vpmu-deny's cgroup, as libvirt-qemu, is refused an fd for
     a vCPU thread of vpmu-kvm.
 
-Usage: run.py BUILD IMAGE  (the meson build directory, for helper-open;
-the guest image).  Set up here and undone at the end, also when a check
-fails or the test is stopped (libvirtfix.LibvirtHost): the users, groups
-and directories libvirt-daemon-system would create (only those that were
-missing), what libvirtd and virtlogd write there, /dev/kvm's group and
-mode, kernel.perf_event_paranoid, /etc/qemu/vpmu.conf; libvirtd, virtlogd
-and the helper are started here and stopped by pid.  TAP on stdout;
+Usage: run.py [--packages] BUILD IMAGE  (the meson build directory, for
+helper-open; the guest image).  With --packages (the deb suite, after it
+installed make deb's packages here): the emulator qemu-system-x86-vpmu
+installed, /usr/bin/qemu-system-x86_64-vpmu, and its /etc/qemu/vpmu.conf
+as shipped; vpmu-helper.socket's helper (started by systemd where it runs
+the system, else by the test as the units say) with the domains' policies
+in /etc/vpmu-helper; no make install.  Set up here and undone at the end,
+also when a check fails or the test is stopped (libvirtfix.LibvirtHost):
+the users, groups and directories libvirt-daemon-system would create
+(only those that were missing), what libvirtd and virtlogd write there,
+/dev/kvm's group and mode, kernel.perf_event_paranoid, /etc/qemu/vpmu.conf
+(or the policies in /etc/vpmu-helper); libvirtd, virtlogd and the helper
+are started here and stopped by pid.  TAP on stdout;
 1..0 # SKIP without root, libvirtd or the guest image; the KVM domains are
 one SKIP line without /dev/kvm.
 """
@@ -45,12 +51,15 @@ from pytap import Tap, read_text as read  # noqa: E402
 SYSCTL = "/proc/sys/kernel/perf_event_paranoid"
 CONF = "/etc/qemu/vpmu.conf"
 DOMAINS = ["vpmu-tcg", "vpmu-kvm", "vpmu-deny"]
+UNITS = "/lib/systemd/system"
+PACKAGED_QEMU = "/usr/bin/qemu-system-x86_64-vpmu"
 # An allow list closes the fixed counters unless its fixed bitmap opens
 # them (KVM's semantics): fixed=0x7 lets intel.c's FIXED_CTR1 count.
 POLICIES = {"vpmu-kvm": "events = allow 0x3c, 0x76, 0xc0, fixed=0x7\n"
                         "counters = 3\n",
             "vpmu-deny": "events = deny 0x3c, 0x76\ncounters = 3\n"}
 T = None            # the Tap, made by main()
+PACKAGES = False    # --packages
 
 
 def domain_xml(host, kind, name, mib, boot, cpu):
@@ -114,7 +123,15 @@ def tail(text, n=5):
 
 
 def install(host):
-    """The installed QEMU and helper: make install into DIR/inst."""
+    """The installed QEMU and helper: make install into DIR/inst, or the
+    installed packages'."""
+    host.helper_log = lambda: read(host.path("helper.log"))
+    if PACKAGES:
+        host.qemu, host.helper = PACKAGED_QEMU, "/usr/sbin/vpmu-helper"
+        T.ok(os.access(host.qemu, os.X_OK) and
+             os.access(host.helper, os.X_OK),
+             f"the installed packages' {host.qemu} and {host.helper}")
+        return
     with open(host.path("install.log"), "w") as log:
         r = subprocess.run(["make", "-s", "-C", ROOT, "install",
                             f"DESTDIR={host.path('inst')}",
@@ -169,15 +186,51 @@ def build_payloads(host):
     return True
 
 
+def unit_value(unit, key):
+    """The value of @key in an installed unit file (None if absent)."""
+    m = re.search(rf"^{key}=(.*)$", read(os.path.join(UNITS, unit)), re.M)
+    return m.group(1).strip() if m else None
+
+
+def start_packaged_helper(host):
+    """vpmu-helper as the packages run it: policies for the domains in its
+    policy directory (put back at the end), the socket of
+    vpmu-helper.socket, vpmu.conf as shipped.  systemd starts the helper
+    where it runs the system (its log is the journal's); else the test,
+    with the socket unit's path and group and the service's command."""
+    argv = unit_value("vpmu-helper.service", "ExecStart").split()
+    policy = argv[argv.index("--policy-dir") + 1]
+    for dom, text in POLICIES.items():
+        host.write_file(os.path.join(policy, dom + ".conf"), text)
+    sock = unit_value("vpmu-helper.socket", "ListenSequentialPacket")
+    conf = read(CONF)
+    T.ok(re.search(r"^kvm = on$", conf, re.M) and
+         re.search(rf"^helper = {re.escape(sock)}$", conf, re.M),
+         f"the shipped {CONF}: kvm = on, helper = {sock}", conf)
+    if os.path.isdir("/run/systemd/system"):
+        host.helper_log = lambda: subprocess.run(
+            ["journalctl", "-q", "-u", "vpmu-helper", "-o", "cat"],
+            capture_output=True, text=True).stdout
+    else:
+        host.start("helper", argv + [
+            "--socket", sock, "--socket-group",
+            unit_value("vpmu-helper.socket", "SocketGroup")])
+        wait_for(lambda: os.path.exists(sock), 5, 0.1)
+    return sock
+
+
 def start_helper(host):
     """The installed helper with a policy per domain, and vpmu.conf
     pointing QEMU at it."""
+    if PACKAGES:
+        host.sock = start_packaged_helper(host)
+        return host.sock
     policy = host.path("policy")
     os.makedirs(policy)
     for dom, text in POLICIES.items():
         with open(os.path.join(policy, dom + ".conf"), "w") as f:
             f.write(text)
-    sock = host.path("helper.sock")
+    sock = host.sock = host.path("helper.sock")
     try:
         host.start("helper", [host.helper, "--socket", sock,
                               "--socket-group", "kvm", "--policy-dir",
@@ -241,7 +294,7 @@ def check_kvm_query(host, vendor, fixed):
         good = bool(m) and int(m.group(1)) > 2
     T.ok(good, "query-vpmu: the helper knew vpmu-kvm by its libvirt cgroup, "
          "gave its policy (3 GP counters, one connect) and opened its cycles "
-         f"({out})", read(host.path("helper.log")))
+         f"({out})", host.helper_log())
 
 
 def check_deny_query(vendor, fixed):
@@ -315,7 +368,7 @@ def check_cross_domain(host, build, qpid_kvm, qpid_deny):
     argv = ["setpriv", f"--reuid={QEMU_USER}", f"--regid={QEMU_USER}",
             "--init-groups", "--inh-caps=-all", "--bounding-set=-all", "--",
             os.path.join(build, "tests", "helper", "helper-open"),
-            host.path("helper.sock"), str(vcpu)]
+            host.sock, str(vcpu)]
     try:
         r = subprocess.run(argv, preexec_fn=join_cgroup, capture_output=True,
                            text=True, timeout=60)
@@ -324,7 +377,7 @@ def check_cross_domain(host, build, qpid_kvm, qpid_deny):
         out = f"cannot run helper-open in cgroup {procs}: {e}"
     m = re.fullmatch(rf"refused -1 thread {vcpu} is not one of process "
                      r"([0-9]+)", out)
-    helper_log = read(host.path("helper.log"))
+    helper_log = host.helper_log()
     T.ok(m and f"(VM 'vpmu-deny'): thread {vcpu} is not one of process "
          f"{m.group(1)}" in helper_log,
          "a client in vpmu-deny's cgroup, as libvirt-qemu, cannot get an fd "
@@ -375,12 +428,15 @@ def run(host, build, image):
 
 
 def main():
-    global T
-    if len(sys.argv) != 3:
-        print("usage: run.py BUILD IMAGE (the meson build directory, the "
-              "guest image)", file=sys.stderr)
+    global T, PACKAGES
+    args = sys.argv[1:]
+    if args[:1] == ["--packages"]:
+        PACKAGES, args = True, args[1:]
+    if len(args) != 2:
+        print("usage: run.py [--packages] BUILD IMAGE (the meson build "
+              "directory, the guest image)", file=sys.stderr)
         return 2
-    build, image = sys.argv[1], sys.argv[2]
+    build, image = args
     T = Tap()
     if os.getuid() != 0:
         Tap.skip_all("needs root (libvirtd, users, sysctl)")
@@ -390,8 +446,10 @@ def main():
     if not all(os.path.isfile(os.path.join(image, f))
                for f in ("vmlinuz", "initramfs.cpio.gz")):
         Tap.skip_all(f"no guest image in {image}")
-    if not os.access(os.path.join(ROOT, "build/qemu/qemu-system-x86_64"),
-                     os.X_OK):
+    if PACKAGES and not os.access(PACKAGED_QEMU, os.X_OK):
+        Tap.skip_all(f"no {PACKAGED_QEMU} (qemu-system-x86-vpmu)")
+    if not PACKAGES and not os.access(
+            os.path.join(ROOT, "build/qemu/qemu-system-x86_64"), os.X_OK):
         Tap.skip_all("no QEMU (make qemu)")
     if foreign_daemons():
         Tap.skip_all("a libvirtd or virtlogd runs already: not this test's")

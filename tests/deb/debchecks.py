@@ -10,6 +10,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+QEMU_CONFFILES = ["/etc/apparmor.d/abstractions/libvirt-qemu.d/"
+                  "qemu-system-x86-vpmu", "/etc/qemu/vpmu.conf"]
 UNITS = ["/lib/systemd/system/vpmu-helper.socket",
          "/lib/systemd/system/vpmu-helper.service",
          "/lib/systemd/system/vpmu-exporter.service"]
@@ -17,6 +19,21 @@ UNITS = ["/lib/systemd/system/vpmu-helper.socket",
 
 def run(argv, **kw):
     return subprocess.run(argv, capture_output=True, text=True, **kw)
+
+
+def tail(text, n=20):
+    return "\n".join(str(text).splitlines()[-n:])
+
+
+def make_deb(out, log, *args, env=None):
+    """scripts/make-deb.sh --out @out @args, its output in @log; its exit
+    status."""
+    e = dict(os.environ)
+    e.update(env or {})
+    with open(log, "w") as f:
+        return subprocess.run([os.path.join(ROOT, "scripts/make-deb.sh"),
+                               "--out", out, *args], stdout=f,
+                              stderr=subprocess.STDOUT, env=e).returncode
 
 
 def listing(deb):
@@ -108,13 +125,19 @@ def symbols(t, deb):
 
 
 def conffiles(t, debs):
-    """vpmu-helper's default policy is its one conffile; no other package
-    has one."""
+    """vpmu-helper's default policy is its one conffile; the QEMU
+    package's are vpmu.conf and its AppArmor rules; no other package has
+    one."""
     got = {n: control_file(d, "conffiles").split() for n, d in debs.items()}
-    want = {n: ["/etc/vpmu-helper/default.conf"] if n == "vpmu-helper"
-            else [] for n in debs}
+    want = {n: [] for n in debs}
+    want["vpmu-helper"] = ["/etc/vpmu-helper/default.conf"]
+    if "qemu-system-x86-vpmu" in debs:
+        want["qemu-system-x86-vpmu"] = QEMU_CONFFILES
     t.ok(got == want, "conffiles: /etc/vpmu-helper/default.conf "
-         "(vpmu-helper), none elsewhere", str(got))
+         "(vpmu-helper)" + (", /etc/qemu/vpmu.conf and libvirt-qemu.d's "
+                            "AppArmor rules (qemu-system-x86-vpmu)"
+                            if len(want) > 5 else "") + ", none elsewhere",
+         str(got))
 
 
 def deb_differences(a, b):

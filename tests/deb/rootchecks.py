@@ -1,4 +1,4 @@
-"""The deb suite's checks in a clean bookworm root (tests/deb/debroot.py):
+"""The deb suite's checks in a clean bookworm root (scripts/debroot.py):
 install as a user would, purge, upgrade.  @t is run.py's pytap.Tap."""
 import email.utils
 import glob
@@ -47,7 +47,8 @@ def root_install(t, root, debs):
          "ours installed first", open(root.log).read())
     root.before = root.snapshot()
     rc = root.apt("install", *paths).returncode
-    t.ok(rc == 0, "clean root: apt-get install ./*.deb of the 5 packages",
+    t.ok(rc == 0, f"clean root: apt-get install ./*.deb of the {len(debs)} "
+         "packages",
          open(root.log).read())
     if rc != 0:
         return False
@@ -80,7 +81,7 @@ def root_purge(t, root, debs):
     with open(root.path(OPERATOR), "w") as f:
         f.write(OPERATOR_TEXT)
     rc = root.apt("purge", *debs).returncode
-    t.ok(rc == 0, "clean root: apt-get purge of the 5 packages",
+    t.ok(rc == 0, f"clean root: apt-get purge of the {len(debs)} packages",
          open(root.log).read())
     changed = diff(root.before, root.snapshot())
     want = {"/etc/group", "/etc/gshadow", "/etc/group-", "/etc/gshadow-",

@@ -2,26 +2,34 @@
 """The deb suite: vpmu's Debian packages built by `make deb`, checked, and
 installed as a user would.
 
-  - scripts/make-deb.sh builds the source package vpmu (lintian: no error,
-    no warning left); every package ships exactly what tests/deb/contents
-    lists, libvpmu0's symbols file lists exactly what libvpmu.so.0
-    exports, vpmu-helper's one conffile is its default policy;
-  - a second build from the same commit, in another directory, gives the
-    same packages, byte for byte (else the files that differ);
-  - in a clean bookworm root made by debootstrap (tests/deb/debroot.py):
-    `apt install ./*.deb`, vpmu-helper's group and socket; `apt purge`
-    leaves exactly what policy keeps (the group, the operator's own
-    policy file); an upgrade to a rebuilt 0.1.0-2 whose default.conf
+  - scripts/make-deb.sh builds the source packages vpmu (on this host) and
+    qemu-vpmu (in a clean bookworm chroot, through make qemu's ccache;
+    tests/deb/qemuchecks.py); lintian leaves no error or warning; every
+    package ships exactly what tests/deb/contents lists; libvpmu0's
+    symbols file lists exactly what libvpmu.so.0 exports; the conffiles
+    are the policy, vpmu.conf and the AppArmor rules; the QEMU package's
+    version carries Debian's qemu version and it depends on Debian's
+    firmware packages;
+  - a second build of vpmu from the same commit, in another directory,
+    gives the same packages, byte for byte (else the files that differ);
+  - in a clean bookworm root made by debootstrap (scripts/debroot.py):
+    `apt install ./*.deb`, vpmu-helper's group and socket, the QEMU
+    starting a pc machine with only the firmware it depends on; `apt
+    purge` leaves exactly what policy keeps (the group, the operator's
+    own policy file); an upgrade to a rebuilt 0.1.0-2 whose default.conf
     changed keeps the operator's edited default.conf;
-  - on this machine (tests/deb/machine.py): `apt install ./*.deb`,
-    `systemd-analyze verify` of the units, the installed vpmu-helper
-    serving with the installed default.conf, examples/demo.c built with
-    the installed libvpmu-dev and run on the installed libvpmu0; then
-    `apt purge` and the machine as it was.
+  - on this machine (tests/deb/machine.py): `apt install ./*.deb` beside
+    Debian's qemu-system-x86 (dpkg --verify: untouched), `systemd-analyze
+    verify` of the units, the installed vpmu-helper serving with the
+    installed default.conf, examples/demo.c built with the installed
+    libvpmu-dev and run on the installed libvpmu0, the libvirt suite on
+    the installed QEMU, vpmu.conf and helper (guest-tests/libvirt/run.py
+    --packages); then `apt purge` and the machine as it was.
 
-Usage: run.py BUILD (the meson build directory, for helper-open).  TAP on
-stdout; 1..0 # SKIP without root or dpkg; the root's checks are SKIP
-lines without debootstrap or a mirror.
+Usage: run.py BUILD IMAGE (the meson build directory, for helper-open;
+the guest image, for the libvirt suite).  TAP on stdout; 1..0 # SKIP
+without root or dpkg; the root's checks are SKIP lines without
+debootstrap or a mirror.
 """
 import filecmp
 import glob
@@ -35,28 +43,17 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "guest-tests"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from pytap import Tap, read_text as read  # noqa: E402
 from debroot import DebRoot, Unavailable  # noqa: E402
 from machine import MachineInstall  # noqa: E402
 import debchecks  # noqa: E402
+from debchecks import make_deb, tail  # noqa: E402
+import qemuchecks  # noqa: E402
 import rootchecks  # noqa: E402
 
 T = None            # the Tap, made by main()
 VPMU = ["libvpmu0", "libvpmu-dev", "vpmu-helper", "vpmu-tools", "vpmu-doc"]
-
-
-def tail(text, n=20):
-    return "\n".join(str(text).splitlines()[-n:])
-
-
-def make_deb(out, log, *args, env=None):
-    """scripts/make-deb.sh --out @out @args; its exit status."""
-    e = dict(os.environ)
-    e.update(env or {})
-    with open(log, "w") as f:
-        return subprocess.run([os.path.join(ROOT, "scripts/make-deb.sh"),
-                               "--out", out, *args], stdout=f,
-                              stderr=subprocess.STDOUT, env=e).returncode
 
 
 def debs_of(d, names):
@@ -114,7 +111,8 @@ def reproducible(work):
 
 
 def in_root(work, debs):
-    """Install, purge and upgrade in a clean bookworm root."""
+    """Install, purge and upgrade in a clean bookworm root; the QEMU
+    package runs there with only what it depends on."""
     log = os.path.join(work, "root.log")
     try:
         base = DebRoot.base(log)
@@ -124,14 +122,18 @@ def in_root(work, debs):
     with DebRoot(base, work) as root:
         if not rootchecks.root_install(T, root, debs):
             return
+        if qemuchecks.PKG in debs:
+            qemuchecks.in_root(T, root)
         rootchecks.root_purge(T, root, debs)
         v2 = rootchecks.build_v2(T, work)
         if v2:
             rootchecks.root_upgrade(T, root, debs, v2)
 
 
-def on_machine(work, build, debs):
+def on_machine(work, build, image, debs):
     log = os.path.join(work, "machine.log")
+    qemu = qemuchecks.PKG in debs
+    debian_qemu, verified = qemuchecks.verify_debian_qemu()
     with MachineInstall(debs.values(), log) as m:
         if m.already():
             T.skip("on this machine: install, use, purge",
@@ -143,10 +145,13 @@ def on_machine(work, build, debs):
              f"({len(m.added)} packages: {' '.join(m.added)})",
              tail(read(log)))
         if rc == 0:
-            files = debchecks.files_of(VPMU)
+            files = debchecks.files_of(debs)
             debchecks.verify_units(T)
             debchecks.helper_serves(T, work, build)
             debchecks.demo_builds(T, work)
+            if qemu:
+                qemuchecks.debian_qemu_intact(T, debian_qemu, verified)
+                qemuchecks.libvirt(T, build, image)
         else:
             files = []
         rc = m.purge()
@@ -162,14 +167,16 @@ def on_machine(work, build, debs):
                  "after purge (the test deletes it next)")
     ok, why = m.restored()
     T.ok(ok, "the machine's packages are those of before the test", why)
+    if qemu:
+        qemuchecks.debian_qemu_intact(T, debian_qemu, verified)
 
 
 def main():
     global T
-    if len(sys.argv) != 2:
-        print("usage: run.py BUILD", file=sys.stderr)
+    if len(sys.argv) != 3:
+        print("usage: run.py BUILD IMAGE", file=sys.stderr)
         return 2
-    builddir = os.path.abspath(sys.argv[1])
+    builddir, image = (os.path.abspath(a) for a in sys.argv[1:])
     # chroot, groupdel and dpkg's helpers are in the sbin directories.
     os.environ["PATH"] += ":/usr/sbin:/sbin"
     T = Tap()
@@ -184,12 +191,15 @@ def main():
     try:
         debs = build_vpmu(work)
         if debs:
+            debs.update(qemuchecks.build(T, work))
             debchecks.contents(T, debs)
             debchecks.symbols(T, debs["libvpmu0"])
             debchecks.conffiles(T, debs)
+            if qemuchecks.PKG in debs:
+                qemuchecks.control(T, debs[qemuchecks.PKG])
             reproducible(work)
             in_root(work, debs)
-            on_machine(work, builddir, debs)
+            on_machine(work, builddir, image, debs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return T.end()

@@ -1,4 +1,6 @@
-"""A clean Debian bookworm root for the deb suite, and what changed in it.
+"""A clean Debian bookworm root, for make deb's QEMU package build
+(scripts/make-deb-qemu.py) and the deb suite (tests/deb), and what
+changed in it.
 
     base = DebRoot.base(log)       # debootstrap --variant=minbase, cached
     with DebRoot(base, workdir) as root:
