@@ -157,7 +157,7 @@ def check_usage():
                                                      "run.py"), "x"],
                        capture_output=True, text=True)
     T.ok(r.returncode == 2 and r.stdout == "" and
-         r.stderr.startswith("usage: run.py BUILD IMAGE"),
+         r.stderr.startswith("usage: run.py [--packages] BUILD IMAGE"),
          "libvirt/run.py with one argument: usage on stderr, exit 2",
          r.stdout + r.stderr)
 

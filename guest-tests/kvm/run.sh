@@ -41,8 +41,11 @@ if ! make -s -C "$HERE" OUT="$OUT" >"$OUT/make.log" 2>&1; then
     tap_end
 fi
 
+# vpmu-helper= (none): the host's /etc/qemu/vpmu.conf (qemu-system-x86-vpmu
+# installs one) may name a helper; the command line overrides it.
 QEMU_ARGS=(-L /usr/share/qemu -L /usr/share/seabios -machine pc
-           -accel kvm,vpmu=on -cpu "$CPU" -m 16 -nodefaults -display none
+           -accel kvm,vpmu=on,vpmu-helper= -cpu "$CPU" -m 16 -nodefaults
+           -display none
            -device isa-debug-exit,iobase=0xf4,iosize=4)
 
 # QEMU refuses vpmu=on for reasons of the host or of the build: skip.

@@ -354,7 +354,9 @@ def refusals():
 def accel(tag, prop, secs, *args):
     """QEMU with -accel kvm,vpmu=on,@prop and no guest, stopped after
     @secs: (status, its stderr without the line of our own stop)."""
-    argv = [rig.qemu] + rig.fw + ["-accel", "kvm,vpmu=on," + prop,
+    # vpmu-helper= (none): a host's /etc/qemu/vpmu.conf may name one.
+    argv = [rig.qemu] + rig.fw + ["-accel",
+                                  "kvm,vpmu=on,vpmu-helper=," + prop,
                                   "-display", "none", "-nodefaults", "-S"]
     rig.run_bg(tag, argv + list(args))
     rc = rig.wait(tag, secs)
