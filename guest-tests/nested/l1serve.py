@@ -57,6 +57,19 @@ def wait_for(secs, cond):
     return cond()
 
 
+def requests_in(text):
+    """L2's requests in console output @text, in order.  Whole lines only:
+    the log may end in the middle of a request still being written
+    ("guest-cycles-stop 1" of "guest-cycles-stop 1 11463372439"), which
+    would be answered as unknown and never read again."""
+    out = []
+    for line in text[:text.rfind("\n") + 1].splitlines():
+        line = line.rstrip("\r")
+        if line.startswith("VPMU-L1 "):
+            out.append(line[len("VPMU-L1 "):])
+    return out
+
+
 def mkfifo(path):
     if os.path.lexists(path):
         os.unlink(path)
@@ -215,10 +228,7 @@ class L2:
     def requests(self):
         out = []
         for log in self.logs:
-            for line in read(log).splitlines():
-                line = line.rstrip("\r")
-                if line.startswith("VPMU-L1 "):
-                    out.append(line[len("VPMU-L1 "):])
+            out += requests_in(read(log))
         return out
 
     def serve(self, idle=None):

@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import l1checks  # noqa: E402
+import l1serve  # noqa: E402
 from l1checks import ku_check  # noqa: E402
 from pytap import Tap  # noqa: E402
 
@@ -97,7 +98,26 @@ def main():
     # A reference that did not run stat-exact: no check at all.
     expect("twice", twice, "instructions", None, ref_tests="record-kvm")
     l1_checks(t)
+    requests_checks(t)
     return t.end()
+
+
+def requests_checks(t):
+    """l1serve.requests_in: L2's requests in its console log, whole lines
+    only (a serial console's log grows a few bytes at a time)."""
+    log = ("boot\r\nVPMU-L1 guest-cycles-start\r\n# x VPMU-L1 no\n"
+           "VPMU-L1 guest-cycles-stop 1 11463372439\n")
+    want = ["guest-cycles-start", "guest-cycles-stop 1 11463372439"]
+    got = l1serve.requests_in(log)
+    t.ok(got == want, "requests_in: two requests, \\r\\n or \\n, not one"
+         " inside a line", got)
+    # The same log cut in the middle of the second request, and before any
+    # newline at all: the whole ones only.
+    got = l1serve.requests_in(log[:log.index(" 1146")])
+    t.ok(got == want[:1], "requests_in: a request still being written is not"
+         " one yet", got)
+    got = l1serve.requests_in("VPMU-L1 query before")
+    t.ok(got == [], "requests_in: no newline, no request", got)
 
 
 class Results:
