@@ -132,6 +132,16 @@ tap $? "vpmu.conf kvm = on, helper: plain -accel kvm gets the same PMU ($out)"
 out=$(query kvmtest -accel kvm,vpmu=off -cpu "$CPU")
 [ "$out" = none ]
 tap $? "vpmu.conf: vpmu=off on the command line wins ($out)"
+# An empty vpmu-helper= is "no helper" and wins over the file's (a socket
+# that is not there): the tests that mean no helper say so this way.  The
+# PMU is the one vpmu=on gives without any file (its GP count is the
+# CPU model's).
+rm -f "$CONF"
+ref=$(query kvmtest -accel kvm,vpmu=on -cpu "$CPU")
+printf '[vpmu]\nkvm = on\nhelper = %s\n' "$dir/none.sock" >"$CONF"
+out=$(query kvmtest -accel kvm,vpmu-helper= -cpu "$CPU")
+[ "$out" = "$ref" ] && [ "${ref#"$vendor "[0-9]* }" = "- - - '-' -" ]
+tap $? "vpmu.conf names a missing helper: vpmu-helper= on the command line wins, no helper ($out; without the file: $ref)" "$(cat "$dir/qemu.out")"
 printf '[vpmu]\nkvm = maybe\n' >"$CONF"
 msg=$(refused -accel kvm -cpu "$CPU")
 [ "$msg" = "qemu-system-x86_64: -accel kvm: $CONF: [vpmu] kvm: 'maybe' is not 'off' or 'on'" ]
