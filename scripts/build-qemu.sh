@@ -401,17 +401,18 @@ fi
 # they are fixed here as in debian/rules.  It does not hash the
 # -ffile-prefix-map values: its namespace is the configuration's hash, so
 # that a changed map cannot be served objects made with the old one.
+# (make-deb-qemu.py's ccache_namespace() gives the package build the same.)
+CONF_HASH=$(sha256sum <"$CONFIGURE" | cut -c1-16)
 if [ -x /usr/lib/ccache/cc ]; then
     export PATH=/usr/lib/ccache:$PATH CCACHE_DIR=$CACHE/ccache CCACHE_BASEDIR=$SRC
-    CCACHE_NAMESPACE=vpmu-$(sha256sum <"$CONFIGURE" | cut -c1-16)
-    export CCACHE_NAMESPACE
+    export CCACHE_NAMESPACE=vpmu-$CONF_HASH
 fi
 export LC_ALL=C.UTF-8
 unset LANG LC_CTYPE LC_MESSAGES
 mkdir -p "$BUILD"
 # Reconfigure when the configuration, dpkg's flags or the libvpmu it links
 # (its prefix) change.
-FLAGS_KEY="$(sha256sum <"$CONFIGURE" | cut -c1-16) ${EXTRA[*]} libvpmu-prefix=$PREFIX
+FLAGS_KEY="$CONF_HASH ${EXTRA[*]} libvpmu-prefix=$PREFIX
 $(cd "$SRC" && DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CFLAGS)"
 if [ ! -f "$BUILD/build.ninja" ] ||
    [ "$(cat "$BUILD/.vpmu-configure-flags" 2>/dev/null)" != "$FLAGS_KEY" ]; then
