@@ -80,6 +80,7 @@ static void burn(uint64_t cpu_ns)
             x += i;
         }
     }
+    (void)x;    /* clang: "set but not used", volatile or not */
 }
 
 static void up(const VpmuPerfSys *sys, int sig)

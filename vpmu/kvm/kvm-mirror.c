@@ -26,16 +26,22 @@
 
 #include "kvm-priv.h"
 
-typedef struct MirrorBuf {
+/*
+ * struct kvm_msrs ends in a flexible array, so it cannot head a struct in
+ * ISO C (a GNU extension, which clang -Werror refuses): a union gives its
+ * entries[] the room.  Selectors, FIXED_CTR_CTRL, the global control, then
+ * the values.
+ */
+typedef union MirrorBuf {
     struct kvm_msrs hdr;
-    /* selectors, FIXED_CTR_CTRL, the global control, then the values */
-    struct kvm_msr_entry e[2 * MAX_MIRROR + 4];
+    char room[sizeof(struct kvm_msrs) +
+              (2 * MAX_MIRROR + 4) * sizeof(struct kvm_msr_entry)];
 } MirrorBuf;
 
 static void add(MirrorBuf *b, uint32_t msr, uint64_t val)
 {
-    b->e[b->hdr.nmsrs].index = msr;
-    b->e[b->hdr.nmsrs].data = val;
+    b->hdr.entries[b->hdr.nmsrs].index = msr;
+    b->hdr.entries[b->hdr.nmsrs].data = val;
     b->hdr.nmsrs++;
 }
 
@@ -401,7 +407,7 @@ retry:
             written |= 1ull << i;
         }
     }
-    vpmu_kvm__status_entry(k, &b.hdr, b.e,
+    vpmu_kvm__status_entry(k, &b.hdr, b.hdr.entries,
                            vpmu_kvm__pmi_held(k, info, written), &status);
     if (b.hdr.nmsrs == 0) {
         return 0;       /* nothing KVM holds changed */

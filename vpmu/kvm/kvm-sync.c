@@ -210,14 +210,16 @@ static bool pull_counter(VpmuKvm *k, unsigned i, uint64_t sel, bool has_val,
     return wrote;
 }
 
-typedef struct PullBuf {
+/* A union, as kvm-mirror.c's MirrorBuf: room for the entries[] of hdr. */
+typedef union PullBuf {
     struct kvm_msrs hdr;
-    struct kvm_msr_entry e[2 * MAX_MIRROR + 2];
+    char room[sizeof(struct kvm_msrs) +
+              (2 * MAX_MIRROR + 2) * sizeof(struct kvm_msr_entry)];
 } PullBuf;
 
 static void want(PullBuf *b, uint32_t msr)
 {
-    b->e[b->hdr.nmsrs++].index = msr;
+    b->hdr.entries[b->hdr.nmsrs++].index = msr;
 }
 
 /*
@@ -255,9 +257,9 @@ static uint64_t apply_linux(VpmuKvm *k, const PullBuf *b, const int *at,
         const VpmuCounterMsrs *m = &k->msrs[i];
         /* A PMC KVM counts moves: the catch-up, not this, follows it. */
         bool stopped = !(k->kvm_global & m->global_enable);
-        uint64_t val = b->e[at[i]].data & vpmu_kvm__width(k, i);
+        uint64_t val = b->hdr.entries[at[i]].data & vpmu_kvm__width(k, i);
 
-        if (!pull_counter(k, i, i < nr_gp ? b->e[sel[i]].data : 0, stopped,
+        if (!pull_counter(k, i, i < nr_gp ? b->hdr.entries[sel[i]].data : 0, stopped,
                           val)) {
             continue;
         }
@@ -268,7 +270,7 @@ static uint64_t apply_linux(VpmuKvm *k, const PullBuf *b, const int *at,
     }
     if (k->cfg.nr_fixed &&
         pull_selector(k, nr_gp, k->msrs[nr_gp].control,
-                      b->e[sel[nr_gp]].data)) {
+                      b->hdr.entries[sel[nr_gp]].data)) {
         wrote |= ((1ull << k->cfg.nr_fixed) - 1) << nr_gp;
     }
     if (late) {
@@ -314,10 +316,10 @@ uint64_t vpmu_kvm__pull(VpmuKvm *k)
     }
     k->pulled = true;
     for (unsigned i = 0; i < vpmu_kvm__nr(k); i++) {
-        k->kvm_pmc[i] = b.e[at[i]].data & vpmu_kvm__width(k, i);
+        k->kvm_pmc[i] = b.hdr.entries[at[i]].data & vpmu_kvm__width(k, i);
     }
     if (status >= 0) {
-        pull_status(k, b.e[status].data);
+        pull_status(k, b.hdr.entries[status].data);
     }
     if (vpmu_kvm__linux(k) && k->kvm_ctl_valid) {
         wrote = apply_linux(k, &b, at, sel);
